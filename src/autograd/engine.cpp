@@ -1,0 +1,129 @@
+// The backward engine: topological order over the tape, gradient accumulation, retain_grad.
+// It calls Node::backward and nothing op-specific.
+#include <unordered_map>
+#include <unordered_set>
+
+#include "attn/autograd/grad_mode.h"
+#include "attn/autograd/node.h"
+#include "attn/ops/elementwise.h"
+
+namespace attn {
+
+static thread_local bool g_grad_enabled = true;
+bool grad_enabled() { return g_grad_enabled; }
+void set_grad_enabled(bool on) { g_grad_enabled = on; }
+
+namespace autograd {
+
+bool needs_grad(std::initializer_list<Tensor> inputs) {
+  if (!grad_enabled()) return false;
+  for (const Tensor& t : inputs)
+    if (t.defined() && t.requires_grad()) return true;
+  return false;
+}
+
+bool needs_grad(const std::vector<Tensor>& inputs) {
+  if (!grad_enabled()) return false;
+  for (const Tensor& t : inputs)
+    if (t.defined() && t.requires_grad()) return true;
+  return false;
+}
+
+void attach(Tensor& out, std::shared_ptr<Node> node, const std::vector<Tensor>& inputs) {
+  node->next.clear();
+  node->next.reserve(inputs.size());
+  for (const Tensor& t : inputs) {
+    Edge e;
+    if (t.defined() && t.requires_grad()) {
+      if (t.grad_fn()) e.fn = t.grad_fn();
+      else e.leaf = t.impl_ptr();
+    }
+    node->next.push_back(std::move(e));
+  }
+  node->output = out.impl_ptr();
+  node->output_shape = out.shape();
+  node->output_dtype = out.dtype();
+  out.impl().grad_fn = std::move(node);
+  out.impl().requires_grad = true;
+}
+
+void attach(Tensor& out, std::shared_ptr<Node> node, std::initializer_list<Tensor> inputs) {
+  attach(out, std::move(node), std::vector<Tensor>(inputs));
+}
+
+// Sums gradients out of place. `own` makes the first one a private copy: a leaf's .grad may be
+// changed in place later (clipping), and the incoming gradient may alias another tensor's.
+static void accumulate(std::shared_ptr<TensorImpl>& slot, const Tensor& g, bool own) {
+  if (!slot) slot = own ? g.clone().impl_ptr() : g.impl_ptr();
+  else slot = add(Tensor(slot), g).impl_ptr();
+}
+
+static void accumulate_leaf(TensorImpl& leaf, const Tensor& g) {
+  ATTN_CHECK(g.shape() == leaf.shape, "backward: gradient of shape ", g.shape(),
+             " for a leaf of shape ", leaf.shape);
+  Tensor gg = g.dtype() == leaf.dtype ? g : g.to(leaf.dtype);
+  accumulate(leaf.grad, gg, true);
+}
+
+void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) {
+  ATTN_CHECK(root.requires_grad(), "backward: the tensor does not require grad (nothing on the tape "
+             "leads to it)");
+  NoGradGuard no_grad;
+  Tensor grad = grad_in;
+  if (!grad.defined()) {
+    ATTN_CHECK(root.numel() == 1, "backward: a gradient is needed for a non-scalar output of shape ",
+               root.shape());
+    grad = Tensor::ones(root.shape(), root.dtype());
+  }
+  ATTN_CHECK(grad.shape() == root.shape(), "backward: gradient shape ", grad.shape(),
+             " does not match output shape ", root.shape());
+  if (!root.grad_fn()) {
+    accumulate_leaf(root.impl(), grad);
+    return;
+  }
+  // Topological order by iterative DFS (post-order), then reverse.
+  std::vector<Node*> order;
+  std::unordered_set<Node*> seen;
+  std::vector<std::pair<Node*, size_t>> stack;
+  stack.push_back({root.grad_fn().get(), 0});
+  seen.insert(root.grad_fn().get());
+  while (!stack.empty()) {
+    auto& [n, i] = stack.back();
+    if (i < n->next.size()) {
+      Node* c = n->next[i++].fn.get();
+      if (c && seen.insert(c).second) stack.push_back({c, 0});
+    } else {
+      order.push_back(n);
+      stack.pop_back();
+    }
+  }
+  std::unordered_map<Node*, std::shared_ptr<TensorImpl>> grads;
+  grads[root.grad_fn().get()] = grad.impl_ptr();
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    Node* n = *it;
+    auto gi = grads.find(n);
+    if (gi == grads.end() || !gi->second) continue;
+    Tensor dout(gi->second);
+    grads.erase(gi);
+    if (auto out = n->output.lock(); out && out->retains_grad) accumulate(out->grad, dout, true);
+    std::vector<Tensor> din = n->backward(dout);
+    ATTN_CHECK(din.size() == n->next.size(), "backward: node '", n->name(), "' returned ", din.size(),
+               " gradients for ", n->next.size(), " inputs");
+    for (size_t k = 0; k < din.size(); ++k) {
+      const Edge& e = n->next[k];
+      if (!din[k].defined()) continue;
+      if (e.fn) {
+        ATTN_CHECK(din[k].shape() == e.fn->output_shape, "backward: node '", n->name(),
+                   "' returned a gradient of shape ", din[k].shape(), " for input ", k, " of shape ",
+                   e.fn->output_shape);
+        accumulate(grads[e.fn.get()], din[k], false);
+      } else if (e.leaf) {
+        accumulate_leaf(*e.leaf, din[k]);
+      }
+    }
+    if (!retain_graph) n->release();
+  }
+}
+
+}  // namespace autograd
+}  // namespace attn

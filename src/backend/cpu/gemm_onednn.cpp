@@ -1,0 +1,117 @@
+#include <mutex>
+#include <sstream>
+#include <unordered_map>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "attn/core/parallel.h"
+#include "gemm.h"
+
+namespace attn::kernels {
+
+namespace {
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+dnnl::memory::data_type dt_of(DType t) {
+  switch (t) {
+    case DType::f32: return dnnl::memory::data_type::f32;
+    case DType::bf16: return dnnl::memory::data_type::bf16;
+    default: fail("gemm: oneDNN does not take dtype ", dtype_name(t));
+  }
+}
+
+// 3-d geometry (batch, rows, cols) with strides.
+struct Geo {
+  dnnl::memory::dims dims, strides;
+};
+
+Geo geo3(const Tensor& t) {
+  if (t.dim() == 2) return {{1, t.shape()[0], t.shape()[1]}, {0, t.strides()[0], t.strides()[1]}};
+  return {{t.shape()[0], t.shape()[1], t.shape()[2]}, {t.strides()[0], t.strides()[1], t.strides()[2]}};
+}
+
+struct Prim {
+  dnnl::matmul prim;
+  dnnl::memory::desc a, b, bias, c;
+};
+
+std::mutex g_mu;
+std::unordered_map<std::string, std::shared_ptr<Prim>> g_cache;
+
+void fix_batch_stride(Geo& g) {
+  // oneDNN wants a sensible stride for a batch dim of 1.
+  if (g.dims[0] == 1) g.strides[0] = g.dims[1] * g.dims[2];
+}
+
+}  // namespace
+
+bool gemm_onednn_supports(DType dt) { return dt == DType::f32 || dt == DType::bf16; }
+
+void gemm_onednn(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c) {
+  Geo ga = geo3(a), gb = geo3(b), gc = geo3(c);
+  fix_batch_stride(ga); fix_batch_stride(gb); fix_batch_stride(gc);
+  std::ostringstream key;
+  key << int(a.dtype()) << int(b.dtype()) << int(c.dtype()) << (bias.defined() ? int(bias.dtype()) : -1)
+      << '|' << get_num_threads();
+  for (auto* g : {&ga, &gb, &gc})
+    for (int i = 0; i < 3; ++i) key << ',' << g->dims[i] << ':' << g->strides[i];
+  std::shared_ptr<Prim> p;
+  {
+    std::lock_guard<std::mutex> lk(g_mu);
+    auto it = g_cache.find(key.str());
+    if (it != g_cache.end()) p = it->second;
+  }
+  if (!p) {
+    p = std::make_shared<Prim>();
+    p->a = dnnl::memory::desc(ga.dims, dt_of(a.dtype()), ga.strides);
+    p->b = dnnl::memory::desc(gb.dims, dt_of(b.dtype()), gb.strides);
+    p->c = dnnl::memory::desc(gc.dims, dt_of(c.dtype()), gc.strides);
+    if (bias.defined())
+      p->bias = dnnl::memory::desc({1, 1, gc.dims[2]}, dt_of(bias.dtype()), {gc.dims[2], gc.dims[2], 1});
+    dnnl::matmul::desc d = bias.defined() ? dnnl::matmul::desc(p->a, p->b, p->bias, p->c)
+                                          : dnnl::matmul::desc(p->a, p->b, p->c);
+    dnnl::matmul::primitive_desc pd(d, cpu_engine());
+    p->prim = dnnl::matmul(pd);
+    std::lock_guard<std::mutex> lk(g_mu);
+    g_cache.emplace(key.str(), p);
+  }
+  dnnl::stream s(cpu_engine());
+  dnnl::memory ma(p->a, cpu_engine(), a.raw_data());
+  dnnl::memory mb(p->b, cpu_engine(), b.raw_data());
+  dnnl::memory mc(p->c, cpu_engine(), c.raw_data());
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}};
+  if (bias.defined()) args.emplace(DNNL_ARG_BIAS, dnnl::memory(p->bias, cpu_engine(), bias.raw_data()));
+  p->prim.execute(s, args);
+  s.wait();
+}
+
+void gemm_reference(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c) {
+  Tensor a3 = a.dim() == 2 ? a.unsqueeze(0) : a;
+  Tensor b3 = b.dim() == 2 ? b.unsqueeze(0) : b;
+  Tensor c3 = c.dim() == 2 ? c.unsqueeze(0) : c;
+  const int64_t B = c3.shape()[0], M = c3.shape()[1], N = c3.shape()[2], K = a3.shape()[2];
+  Tensor ad = a3.to(DType::f64).contiguous(), bd = b3.to(DType::f64).contiguous();
+  Tensor biasd = bias.defined() ? bias.to(DType::f64).contiguous() : Tensor();
+  Tensor cd = Tensor::empty({B, M, N}, DType::f64);
+  const double* pa = ad.data<double>();
+  const double* pb = bd.data<double>();
+  double* pc = cd.data<double>();
+  const int64_t bB = b3.shape()[0] == 1 ? 0 : K * N;
+  parallel_for(0, B * M, 4, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t bi = r / M, m = r % M;
+      for (int64_t n = 0; n < N; ++n) {
+        double acc = biasd.defined() ? biasd.data<double>()[n] : 0.0;
+        for (int64_t k = 0; k < K; ++k) acc += pa[(bi * M + m) * K + k] * pb[bi * bB + k * N + n];
+        pc[r * N + n] = acc;
+      }
+    }
+  });
+  c3.copy_(cd);
+}
+
+}  // namespace attn::kernels

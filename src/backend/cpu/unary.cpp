@@ -1,0 +1,163 @@
+#include "unary.h"
+
+#include <cmath>
+
+#include "attn/core/parallel.h"
+
+namespace attn::kernels {
+
+const char* unary_name(Unary k) {
+  switch (k) {
+    case Unary::add_scalar: return "add_scalar";
+    case Unary::mul_scalar: return "mul_scalar";
+    case Unary::rsub_scalar: return "rsub_scalar";
+    case Unary::rdiv_scalar: return "rdiv_scalar";
+    case Unary::pow: return "pow";
+    case Unary::neg: return "neg";
+    case Unary::exp: return "exp";
+    case Unary::log: return "log";
+    case Unary::sqrt: return "sqrt";
+    case Unary::rsqrt: return "rsqrt";
+    case Unary::abs: return "abs";
+    case Unary::tanh: return "tanh";
+    case Unary::sigmoid: return "sigmoid";
+    case Unary::relu: return "relu";
+    case Unary::gelu: return "gelu";
+    case Unary::gelu_tanh: return "gelu_tanh";
+    case Unary::clamp: return "clamp";
+  }
+  return "?";
+}
+
+bool unary_backward_needs_input(Unary k) {
+  switch (k) {
+    case Unary::pow: case Unary::log: case Unary::abs: case Unary::relu: case Unary::gelu:
+    case Unary::gelu_tanh: case Unary::clamp: case Unary::rdiv_scalar:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool unary_backward_needs_output(Unary k) {
+  switch (k) {
+    case Unary::exp: case Unary::sqrt: case Unary::rsqrt: case Unary::tanh: case Unary::sigmoid:
+      return true;
+    default:
+      return false;
+  }
+}
+
+namespace {
+
+constexpr double kSqrt2OverPi = 0.7978845608028654;
+constexpr double kInvSqrt2 = 0.7071067811865476;
+constexpr double kInvSqrt2Pi = 0.3989422804014327;
+
+template <class T>
+inline T fwd(Unary k, T x, T p0, T p1) {
+  switch (k) {
+    case Unary::add_scalar: return x + p0;
+    case Unary::mul_scalar: return x * p0;
+    case Unary::rsub_scalar: return p0 - x;
+    case Unary::rdiv_scalar: return p0 / x;
+    case Unary::pow: return p0 == T(2) ? x * x : std::pow(x, p0);
+    case Unary::neg: return -x;
+    case Unary::exp: return std::exp(x);
+    case Unary::log: return std::log(x);
+    case Unary::sqrt: return std::sqrt(x);
+    case Unary::rsqrt: return T(1) / std::sqrt(x);
+    case Unary::abs: return std::abs(x);
+    case Unary::tanh: return std::tanh(x);
+    case Unary::sigmoid: return T(1) / (T(1) + std::exp(-x));
+    case Unary::relu: return x > T(0) ? x : (x != x ? x : T(0));
+    case Unary::gelu: return T(0.5) * x * (T(1) + std::erf(x * T(kInvSqrt2)));
+    case Unary::gelu_tanh: {
+      const T u = T(kSqrt2OverPi) * (x + T(0.044715) * x * x * x);
+      return T(0.5) * x * (T(1) + std::tanh(u));
+    }
+    case Unary::clamp: return x != x ? x : (x < p0 ? p0 : (x > p1 ? p1 : x));
+  }
+  return x;
+}
+
+template <class T>
+inline T bwd(Unary k, T g, T x, T y, T p0, T p1) {
+  switch (k) {
+    case Unary::add_scalar: return g;
+    case Unary::mul_scalar: return g * p0;
+    case Unary::rsub_scalar: return -g;
+    case Unary::rdiv_scalar: return -g * p0 / (x * x);
+    case Unary::pow: return p0 == T(0) ? T(0) : g * p0 * std::pow(x, p0 - T(1));
+    case Unary::neg: return -g;
+    case Unary::exp: return g * y;
+    case Unary::log: return g / x;
+    case Unary::sqrt: return g / (T(2) * y);
+    case Unary::rsqrt: return g * T(-0.5) * y * y * y;
+    case Unary::abs: return x > T(0) ? g : (x < T(0) ? -g : T(0));
+    case Unary::tanh: return g * (T(1) - y * y);
+    case Unary::sigmoid: return g * y * (T(1) - y);
+    case Unary::relu: return x > T(0) ? g : T(0);
+    case Unary::gelu: {
+      const T cdf = T(0.5) * (T(1) + std::erf(x * T(kInvSqrt2)));
+      const T pdf = T(kInvSqrt2Pi) * std::exp(T(-0.5) * x * x);
+      return g * (cdf + x * pdf);
+    }
+    case Unary::gelu_tanh: {
+      const T x2 = x * x;
+      const T u = T(kSqrt2OverPi) * (x + T(0.044715) * x2 * x);
+      const T t = std::tanh(u);
+      const T du = T(kSqrt2OverPi) * (T(1) + T(3 * 0.044715) * x2);
+      return g * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du);
+    }
+    case Unary::clamp: return (x >= p0 && x <= p1) ? g : T(0);
+  }
+  return g;
+}
+
+}  // namespace
+
+Tensor unary_forward(Unary k, const Tensor& a_in, double p0, double p1) {
+  Tensor a = a_in.contiguous();
+  Tensor out = Tensor::empty(a.shape(), a.dtype());
+  if (!is_floating(a.dtype()) && (k == Unary::add_scalar || k == Unary::mul_scalar ||
+                                  k == Unary::neg || k == Unary::abs || k == Unary::relu)) {
+    ATTN_DISPATCH_ALL(a.dtype(), unary_name(k), [&] {
+      const T* x = a.data<T>();
+      T* o = out.data<T>();
+      for (int64_t i = 0; i < a.numel(); ++i) o[i] = T(fwd<double>(k, double(x[i]), p0, p1));
+    });
+    return out;
+  }
+  ATTN_DISPATCH_FLOAT(a.dtype(), unary_name(k), [&] {
+    const T* x = a.data<T>();
+    T* o = out.data<T>();
+    const T q0 = T(p0), q1 = T(p1);
+    parallel_for(0, a.numel(), 16384, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) o[i] = fwd<T>(k, x[i], q0, q1);
+    });
+  });
+  return out;
+}
+
+Tensor unary_backward(Unary k, const Tensor& dout_in, const Tensor& x_in, const Tensor& y_in,
+                      double p0, double p1) {
+  Tensor g = dout_in.contiguous();
+  Tensor x = x_in.defined() ? x_in.contiguous() : Tensor();
+  Tensor y = y_in.defined() ? y_in.contiguous() : Tensor();
+  Tensor out = Tensor::empty(g.shape(), g.dtype());
+  ATTN_DISPATCH_FLOAT(g.dtype(), unary_name(k), [&] {
+    const T* pg = g.data<T>();
+    const T* px = x.defined() ? x.data<T>() : nullptr;
+    const T* py = y.defined() ? y.data<T>() : nullptr;
+    T* o = out.data<T>();
+    const T q0 = T(p0), q1 = T(p1);
+    parallel_for(0, g.numel(), 16384, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i)
+        o[i] = bwd<T>(k, pg[i], px ? px[i] : T(0), py ? py[i] : T(0), q0, q1);
+    });
+  });
+  return out;
+}
+
+}  // namespace attn::kernels

@@ -1,0 +1,156 @@
+// matmul (batched, broadcasting) and linear (fused bias), forward and backward.
+// Shapes: a (..., M, K), b (..., K, N) -> (..., M, N); linear x (..., K), w (N, K), b (N).
+#include "attn/ops/matmul.h"
+
+#include "attn/autograd/grad_mode.h"
+#include "attn/autograd/node.h"
+#include "attn/ops/elementwise.h"
+#include "attn/ops/reduce.h"
+#include "../backend/cpu/gemm.h"
+
+namespace attn {
+
+namespace {
+
+// A 2-d or 3-d operand is usable in place when one of its last two dims has unit stride.
+Tensor gemm_ready(const Tensor& t) {
+  const int64_t n = t.dim();
+  const int64_t s1 = t.strides()[n - 1], s0 = t.strides()[n - 2];
+  const bool batch_ok = n < 3 || t.shape()[0] == 1 || t.strides()[0] != 0;
+  if (batch_ok && ((s1 == 1 || t.shape()[n - 1] == 1) || (s0 == 1 || t.shape()[n - 2] == 1))) return t;
+  return t.contiguous();
+}
+
+void gemm(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c) {
+  if (c.numel() == 0) return;
+  if (a.shape()[a.dim() - 1] == 0) {  // K == 0: bias or zeros
+    c.zero_();
+    if (bias.defined()) add_(c, bias);
+    return;
+  }
+  if (kernels::gemm_onednn_supports(a.dtype())) kernels::gemm_onednn(gemm_ready(a), gemm_ready(b), bias, c);
+  else kernels::gemm_reference(a, b, bias, c);
+}
+
+// Computes a @ b for a (..., M, K) and b (..., K, N) (both at least 2-d), no autograd.
+Tensor matmul_forward(const Tensor& a, const Tensor& b) {
+  const int64_t M = a.shape()[a.dim() - 2], K = a.shape()[a.dim() - 1];
+  const int64_t K2 = b.shape()[b.dim() - 2], N = b.shape()[b.dim() - 1];
+  ATTN_CHECK(K == K2, "matmul: inner dims differ: ", a.shape(), " @ ", b.shape(), " (", K, " vs ", K2, ")");
+  ATTN_CHECK(a.dtype() == b.dtype(), "matmul: dtypes differ (", dtype_name(a.dtype()), " and ",
+             dtype_name(b.dtype()), ")");
+  ATTN_CHECK(is_floating(a.dtype()), "matmul: expected floating tensors, got ", dtype_name(a.dtype()));
+  Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
+  Shape batch = broadcast_shapes(ba, bb, "matmul");
+  const int64_t B = shape_numel(batch);
+  Shape out_shape = batch;
+  out_shape.push_back(M);
+  out_shape.push_back(N);
+  Tensor c = Tensor::empty(out_shape, a.dtype());
+  // b without real batch: fold a's batch into rows.
+  if (shape_numel(bb) == 1) {
+    Tensor b2 = b.reshape({K, N});
+    Tensor a2 = a.expand([&] { Shape s = batch; s.push_back(M); s.push_back(K); return s; }()).reshape({B * M, K});
+    Tensor c2 = c.view({B * M, N});
+    gemm(a2, b2, Tensor(), c2);
+    return c;
+  }
+  Shape sa = batch, sb = batch;
+  sa.push_back(M); sa.push_back(K);
+  sb.push_back(K); sb.push_back(N);
+  Tensor a3 = a.expand(sa).reshape({B, M, K});
+  Tensor b3 = b.expand(sb).reshape({B, K, N});
+  Tensor c3 = c.view({B, M, N});
+  gemm(a3, b3, Tensor(), c3);
+  return c;
+}
+
+struct MatmulNode : autograd::Node {
+  Tensor a, b;   // as seen by matmul_forward (at least 2-d)
+  const char* name() const override { return "matmul"; }
+  std::vector<Tensor> backward(const Tensor& dout) override {
+    Tensor da, db;
+    if (next[0].fn || next[0].leaf) da = sum_to(matmul_forward(dout, b.transpose(-1, -2)), a.shape());
+    if (next[1].fn || next[1].leaf) db = sum_to(matmul_forward(a.transpose(-1, -2), dout), b.shape());
+    return {da, db};
+  }
+  void release() override { a = Tensor(); b = Tensor(); }
+};
+
+}  // namespace
+
+Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
+  ATTN_CHECK(a_in.dim() >= 1 && b_in.dim() >= 1, "matmul: expected tensors of at least 1 dim, got ",
+             a_in.shape(), " and ", b_in.shape());
+  const bool va = a_in.dim() == 1, vb = b_in.dim() == 1;
+  Tensor a = va ? a_in.unsqueeze(0) : a_in;
+  Tensor b = vb ? b_in.unsqueeze(-1) : b_in;
+  Tensor out = matmul_forward(a.detach(), b.detach());
+  if (autograd::needs_grad({a, b})) {
+    auto n = std::make_shared<MatmulNode>();
+    n->a = a.detach(); n->b = b.detach();
+    autograd::attach(out, n, {a, b});
+  }
+  if (va) out = out.squeeze(-2);
+  if (vb) out = out.squeeze(-1);
+  return out;
+}
+
+namespace {
+struct LinearNode : autograd::Node {
+  Tensor x2, w;   // x as (M, K), w (N, K)
+  Shape x_shape;
+  bool has_bias;
+  const char* name() const override { return "linear"; }
+  std::vector<Tensor> backward(const Tensor& dout) override {
+    const int64_t N = w.shape()[0];
+    Tensor dy = dout.reshape({-1, N});
+    Tensor dx, dw, db;
+    if (next[0].fn || next[0].leaf) dx = matmul_forward(dy, w).reshape(x_shape);   // (M,N)(N,K)
+    if (next[1].fn || next[1].leaf) dw = matmul_forward(dy.transpose(0, 1), x2);   // (N,M)(M,K)
+    if (has_bias && (next[2].fn || next[2].leaf)) db = sum(dy, {0});
+    if (has_bias) return {dx, dw, db};
+    return {dx, dw};
+  }
+  void release() override { x2 = Tensor(); w = Tensor(); }
+};
+}  // namespace
+
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  ATTN_CHECK(w.dim() == 2, "linear: expected a 2-d weight (out, in), got shape ", w.shape());
+  ATTN_CHECK(x.dim() >= 1 && x.shape().back() == w.shape()[1], "linear: input shape ", x.shape(),
+             " does not end in the weight's in_features ", w.shape()[1], " (weight shape ", w.shape(), ")");
+  ATTN_CHECK(x.dtype() == w.dtype(), "linear: input is ", dtype_name(x.dtype()), ", weight is ",
+             dtype_name(w.dtype()));
+  const int64_t N = w.shape()[0], K = w.shape()[1];
+  if (bias.defined())
+    ATTN_CHECK(bias.dim() == 1 && bias.shape()[0] == N, "linear: expected bias of shape [", N,
+               "], got ", bias.shape());
+  Tensor x2 = x.detach().reshape({-1, K});
+  Shape os = x.shape();
+  os.back() = N;
+  Tensor out = Tensor::empty(os, x.dtype());
+  Tensor c2 = out.view({x2.shape()[0], N});
+  Tensor b_c = bias.defined() ? bias.detach().contiguous() : Tensor();
+  if (bias.defined() && b_c.dtype() != x.dtype() && !kernels::gemm_onednn_supports(x.dtype()))
+    b_c = b_c.to(x.dtype());
+  gemm(x2, w.detach().transpose(0, 1), b_c, c2);
+  std::vector<Tensor> ins{x, w};
+  if (bias.defined()) ins.push_back(bias);
+  if (autograd::needs_grad(ins)) {
+    auto n = std::make_shared<LinearNode>();
+    n->x2 = x2; n->w = w.detach(); n->x_shape = x.shape(); n->has_bias = bias.defined();
+    autograd::attach(out, n, ins);
+  }
+  return out;
+}
+
+Tensor reference::matmul_naive(const Tensor& a, const Tensor& b) {
+  ATTN_CHECK(a.dim() == 2 && b.dim() == 2 && a.shape()[1] == b.shape()[0],
+             "matmul_naive: expected (M, K) @ (K, N), got ", a.shape(), " @ ", b.shape());
+  Tensor c = Tensor::empty({a.shape()[0], b.shape()[1]}, a.dtype());
+  kernels::gemm_reference(a, b, Tensor(), c);
+  return c;
+}
+
+}  // namespace attn

@@ -1,0 +1,155 @@
+#include <gtest/gtest.h>
+
+#include "attn/attn.h"
+#include "torch_ref.h"
+
+using namespace attn;
+
+TEST(Tensor, StorageIsAligned) {
+  Tensor t = Tensor::empty({3, 5});
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw_data()) % 64, 0u);
+  EXPECT_EQ(t.strides(), (Shape{5, 1}));
+  EXPECT_TRUE(t.is_contiguous());
+}
+
+TEST(Tensor, ViewsShareStorage) {
+  Tensor t = Tensor::arange(24, DType::f32).reshape({2, 3, 4});
+  Tensor p = t.permute({2, 0, 1});
+  EXPECT_TRUE(p.shares_storage(t));
+  EXPECT_EQ(p.shape(), (Shape{4, 2, 3}));
+  EXPECT_EQ(p.at({3, 1, 2}), t.at({1, 2, 3}));
+  EXPECT_FALSE(p.is_contiguous());
+  Tensor c = p.contiguous();
+  EXPECT_FALSE(c.shares_storage(t));
+  EXPECT_EQ(c.at({3, 1, 2}), 23.0);
+  Tensor s = t.slice(2, 1, 4, 2);   // [..., 1::2]
+  EXPECT_EQ(s.shape(), (Shape{2, 3, 2}));
+  EXPECT_EQ(s.at({1, 2, 1}), 23.0);
+  Tensor e = t.select(0, 1).unsqueeze(0).expand({5, 3, 4});
+  EXPECT_EQ(e.strides()[0], 0);
+  EXPECT_EQ(e.at({4, 0, 0}), 12.0);
+  s.fill_(-1.0);
+  EXPECT_EQ(t.at({0, 0, 1}), -1.0);
+  EXPECT_EQ(t.at({0, 0, 2}), 2.0);
+}
+
+TEST(Tensor, ViewVersusReshape) {
+  Tensor t = Tensor::arange(12, DType::f32).reshape({3, 4});
+  Tensor tt = t.t();
+  try {
+    tt.view({12});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "view: shape [12] is not compatible with the strides of input shape [4, 3] "
+                           "(strides [1, 4]); use reshape()");
+  }
+  Tensor r = tt.reshape({12});
+  EXPECT_EQ(r.at({1}), 4.0);
+  EXPECT_EQ(t.reshape({2, -1}).shape(), (Shape{2, 6}));
+}
+
+TEST(Tensor, DTypeConversion) {
+  Tensor f = Tensor::from_vector<float>({1.5f, -2.25f, 3.0e38f, 1.0f / 3.0f}, {4});
+  Tensor b = f.to(DType::bf16);
+  Tensor back = b.to(DType::f32);
+  EXPECT_EQ(back.at({0}), 1.5);
+  EXPECT_EQ(back.at({1}), -2.25);
+  EXPECT_NEAR(back.at({3}), 1.0 / 3.0, 1e-2);
+  EXPECT_EQ(f.to(DType::i64).at({1}), -2.0);
+  EXPECT_EQ(f.to(DType::f64).dtype(), DType::f64);
+}
+
+TEST(Tensor, BadInputMessages) {
+  Tensor t = Tensor::zeros({2, 3});
+  try {
+    t.reshape({4, 2});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "reshape: shape [4, 2] is invalid for input of shape [2, 3] (6 elements)");
+  }
+  try {
+    t.expand({2, 4});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "expand: cannot expand shape [2, 3] to [2, 4] (dim 1: 3 vs 4)");
+  }
+  try {
+    t.data<double>();
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "Tensor::data: tensor is f32, accessed as f64");
+  }
+  EXPECT_THROW(t.select(1, 3), Error);
+  EXPECT_THROW(t.permute({0, 0}), Error);
+}
+
+TEST(Tensor, PrintIsReadable) {
+  Tensor t = Tensor::arange(6, DType::i64).reshape({2, 3});
+  EXPECT_EQ(t.str(), "Tensor(i64, shape=[2, 3])\n[[0, 1, 2],\n [3, 4, 5]]");
+}
+
+TEST(Rng, SeededAndThreadIndependent) {
+  Generator g1(42), g2(42);
+  Tensor a = randn({1000}, g1), b = randn({1000}, g2);
+  EXPECT_EQ(a.to_vector<float>(), b.to_vector<float>());
+  set_num_threads(1);
+  Generator g3(42);
+  Tensor c = randn({1000}, g3);
+  set_num_threads(2);
+  EXPECT_EQ(a.to_vector<float>(), c.to_vector<float>());
+  // Moments of N(0,1) and U[0,1).
+  Generator g(7);
+  Tensor n = randn({200000}, g, DType::f64);
+  EXPECT_NEAR(mean(n).item(), 0.0, 0.01);
+  EXPECT_NEAR(var(n, {0}).item(), 1.0, 0.02);
+  Tensor u = rand({200000}, g, DType::f64);
+  EXPECT_NEAR(mean(u).item(), 0.5, 0.005);
+  Tensor bern = bernoulli({200000}, 0.3, g);
+  EXPECT_NEAR(mean(bern).item(), 0.3, 0.005);
+  Tensor perm = randperm(100, g);
+  std::vector<int64_t> v = perm.to_vector<int64_t>();
+  std::sort(v.begin(), v.end());
+  for (int64_t i = 0; i < 100; ++i) EXPECT_EQ(v[i], i);
+}
+
+TEST(Rng, TruncNormalStaysInBounds) {
+  Generator g(3);
+  Tensor t = trunc_normal({100000}, 0.0, 0.02, -0.04, 0.04, g, DType::f64);
+  std::vector<double> v = t.to_vector<double>();
+  for (double x : v) ASSERT_TRUE(x >= -0.04 && x <= 0.04);
+  // Variance of N(0, s) truncated at +-2s: s^2 (1 - 2*2*phi(2)/(Phi(2)-Phi(-2))) = 0.7737 s^2.
+  EXPECT_NEAR(var(t, {0}).item() / (0.02 * 0.02), 0.7737, 0.01);
+}
+
+TEST(Autograd, AccumulatesAndRetains) {
+  Tensor x = Tensor::from_vector<double>({1, 2, 3}, {3});
+  x.requires_grad_();
+  Tensor y = x * x;
+  y.retain_grad();
+  Tensor z = sum(y) + sum(x * 3.0);
+  z.backward();
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{5, 7, 9}));
+  EXPECT_EQ(y.grad().to_vector<double>(), (std::vector<double>{1, 1, 1}));
+  // A second backward accumulates into x.grad.
+  sum(x * 2.0).backward();
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{7, 9, 11}));
+  {
+    NoGradGuard g;
+    Tensor w = x * 2.0;
+    EXPECT_FALSE(w.requires_grad());
+  }
+  try {
+    (x * 2.0).backward();
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "backward: a gradient is needed for a non-scalar output of shape [3]");
+  }
+}
+
+TEST(Autograd, ViewGradients) {
+  Tensor x = Tensor::randn({2, 3, 4}, DType::f64);
+  EXPECT_TRUE(test::gradcheck([](const std::vector<Tensor>& in) {
+    return in[0].permute({2, 0, 1}).slice(0, 1, 4, 2).reshape({2, 6}).select(1, 3) * 2.0 +
+           sum(in[0].select(1, 0).unsqueeze(1).expand({2, 3, 4}), {1, 2});
+  }, {x}));
+}

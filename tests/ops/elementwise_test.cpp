@@ -1,0 +1,219 @@
+// Elementwise ops, reductions and matmul: against PyTorch (forward + backward) on seeded inputs,
+// gradients against finite differences in f64, on every ISA path.
+#include <gtest/gtest.h>
+
+#include "attn/attn.h"
+#include "torch_ref.h"
+
+using namespace attn;
+using test::torch_ref;
+
+namespace {
+const char* kUnary[] = {"neg", "exp", "log", "sqrt", "rsqrt", "abs", "tanh", "sigmoid", "relu", "gelu", "gelu_tanh"};
+
+Tensor apply_unary(const std::string& op, const Tensor& x) {
+  if (op == "neg") return neg(x);
+  if (op == "exp") return exp(x);
+  if (op == "log") return log(x);
+  if (op == "sqrt") return sqrt(x);
+  if (op == "rsqrt") return rsqrt(x);
+  if (op == "abs") return abs(x);
+  if (op == "tanh") return tanh(x);
+  if (op == "sigmoid") return sigmoid(x);
+  if (op == "relu") return relu(x);
+  if (op == "gelu") return gelu(x);
+  if (op == "gelu_tanh") return gelu(x, GeluApprox::tanh);
+  fail("unknown op ", op);
+}
+
+Tensor apply_binary(const std::string& op, const Tensor& a, const Tensor& b) {
+  if (op == "add") return a + b;
+  if (op == "sub") return a - b;
+  if (op == "mul") return a * b;
+  if (op == "div") return a / b;
+  if (op == "maximum") return maximum(a, b);
+  if (op == "minimum") return minimum(a, b);
+  fail("unknown op ", op);
+}
+
+bool positive_domain(const std::string& op) { return op == "log" || op == "sqrt" || op == "rsqrt"; }
+}  // namespace
+
+class UnaryOps : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(UnaryOps, MatchesTorchForwardBackward) {
+  const std::string op = GetParam();
+  Generator g(11);
+  for (DType dt : {DType::f32, DType::f64}) {
+    Tensor x = randn({5, 37}, g, dt) * 3.0;
+    if (positive_domain(op)) x = abs(x) + 0.1;
+    Tensor gout = randn({5, 37}, g, dt);
+    auto ref = torch_ref("elementwise.unary", {{"x", x}, {"g", gout}}, {{"op", op}});
+    Tensor xx = x.clone().requires_grad_();
+    Tensor y = apply_unary(op, xx);
+    y.backward(gout);
+    const double tol = dt == DType::f32 ? 2e-6 : 1e-12;
+    EXPECT_TENSOR_NEAR(y, ref.at("out"), tol, tol);
+    EXPECT_TENSOR_NEAR(xx.grad(), ref.at("dx"), tol, tol);
+  }
+}
+
+TEST_P(UnaryOps, FiniteDifferences) {
+  const std::string op = GetParam();
+  if (op == "relu" || op == "abs") return;  // kinks: checked against torch above
+  Generator g(12);
+  Tensor x = randn({3, 4}, g, DType::f64);
+  if (positive_domain(op)) x = abs(x) + 0.5;
+  EXPECT_TRUE(test::gradcheck([&](const std::vector<Tensor>& in) { return apply_unary(op, in[0]); }, {x}));
+}
+
+INSTANTIATE_TEST_SUITE_P(All, UnaryOps, ::testing::ValuesIn(kUnary));
+
+TEST(UnaryOps, SpecialValuesAsTorch) {
+  Tensor x = Tensor::from_vector<float>({0.f, -0.f, INFINITY, -INFINITY, NAN, 100.f, -100.f}, {7});
+  Tensor g = Tensor::ones({7});
+  for (const char* op : kUnary) {
+    auto ref = torch_ref("elementwise.unary", {{"x", x}, {"g", g}}, {{"op", op}});
+    EXPECT_TENSOR_NEAR(apply_unary(op, x), ref.at("out"), 1e-6, 1e-6) << op;
+  }
+}
+
+class BinaryOps : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(BinaryOps, BroadcastMatchesTorch) {
+  const std::string op = GetParam();
+  Generator g(21);
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{4, 5}, {4, 5}}, {{4, 5}, {5}}, {{3, 1, 5}, {4, 1}}, {{}, {2, 3}}, {{2, 1, 3}, {2, 4, 1}}, {{0, 3}, {3}}};
+  for (const auto& [sa, sb] : cases) {
+    Tensor a = randn(sa, g, DType::f64), b = randn(sb, g, DType::f64);
+    if (op == "div") b = abs(b) + 0.5;
+    Tensor gout = randn(broadcast_shapes(sa, sb, "test"), g, DType::f64);
+    auto ref = torch_ref("elementwise.binary", {{"a", a}, {"b", b}, {"g", gout}}, {{"op", op}});
+    Tensor aa = a.clone().requires_grad_(), bb = b.clone().requires_grad_();
+    Tensor y = apply_binary(op, aa, bb);
+    y.backward(gout);
+    EXPECT_TENSOR_NEAR(y, ref.at("out"), 1e-12, 1e-12);
+    if (y.numel() > 0) {
+      EXPECT_TENSOR_NEAR(aa.grad(), ref.at("da"), 1e-12, 1e-12);
+      EXPECT_TENSOR_NEAR(bb.grad(), ref.at("db"), 1e-12, 1e-12);
+    }
+  }
+}
+
+TEST_P(BinaryOps, FiniteDifferences) {
+  const std::string op = GetParam();
+  Generator g(22);
+  Tensor a = randn({3, 4}, g, DType::f64), b = randn({4}, g, DType::f64);
+  if (op == "div") b = abs(b) + 0.5;
+  EXPECT_TRUE(test::gradcheck([&](const std::vector<Tensor>& in) { return apply_binary(op, in[0], in[1]); }, {a, b}));
+}
+
+INSTANTIATE_TEST_SUITE_P(All, BinaryOps, ::testing::Values("add", "sub", "mul", "div", "maximum", "minimum"));
+
+TEST(BinaryOps, NonContiguousOperands) {
+  Generator g(23);
+  Tensor a = randn({6, 5}, g).t();          // (5, 6), strided
+  Tensor b = randn({5, 12}, g).slice(1, 0, 12, 2);
+  Tensor y = a + b;
+  Tensor expect = a.contiguous() + b.contiguous();
+  EXPECT_TENSOR_NEAR(y, expect, 0, 0);
+}
+
+TEST(BinaryOps, BadShapesMessage) {
+  try {
+    Tensor::zeros({2, 3}) + Tensor::zeros({4});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "add: shapes [2, 3] and [4] do not broadcast (dim 1: 3 vs 4)");
+  }
+  try {
+    Tensor::zeros({2}) * Tensor::zeros({2}, DType::f64);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "mul: dtypes differ (f32 and f64); convert one with .to()");
+  }
+}
+
+TEST(Reduce, MatchesTorch) {
+  Generator g(31);
+  struct Case { std::string op; Shape shape; std::vector<int64_t> dims; bool keep; };
+  const std::vector<Case> cases = {
+      {"sum", {4, 5, 6}, {1}, false}, {"sum", {4, 5, 6}, {0, 2}, true}, {"sum", {4, 5, 6}, {0, 1}, false},
+      {"mean", {4, 5, 6}, {-1}, true}, {"mean", {7, 3}, {0}, false}, {"var", {4, 5, 6}, {2}, false},
+      {"var", {4, 5, 6}, {0, 1}, true}, {"max", {4, 5, 6}, {1}, false}, {"max", {4, 5, 6}, {2}, true}};
+  for (const auto& c : cases) {
+    Tensor x = randn(c.shape, g, DType::f64);
+    Tensor xx = x.clone().requires_grad_();
+    Tensor y;
+    if (c.op == "sum") y = sum(xx, c.dims, c.keep);
+    else if (c.op == "mean") y = mean(xx, c.dims, c.keep);
+    else if (c.op == "var") y = var(xx, c.dims, 1, c.keep);
+    else y = max(xx, c.dims[0], c.keep).first;
+    Tensor gout = randn(y.shape(), g, DType::f64);
+    y.backward(gout);
+    auto ref = torch_ref("elementwise.reduce", {{"x", x}, {"g", gout}},
+                         {{"op", c.op}, {"dims", c.dims}, {"keepdim", c.keep}});
+    EXPECT_TENSOR_NEAR(y, ref.at("out"), 1e-12, 1e-12) << c.op;
+    EXPECT_TENSOR_NEAR(xx.grad(), ref.at("dx"), 1e-12, 1e-12) << c.op;
+  }
+}
+
+TEST(Reduce, ArgmaxAndNaN) {
+  Tensor x = Tensor::from_vector<float>({1, 5, 5, 2, NAN, 3}, {2, 3});
+  EXPECT_EQ(argmax(x, 1).to_vector<int64_t>(), (std::vector<int64_t>{1, 1}));
+  EXPECT_TRUE(std::isnan(max(x, 1).first.at({1})));
+  EXPECT_EQ(sum(Tensor::zeros({0, 3}), {0}).to_vector<float>(), (std::vector<float>{0, 0, 0}));
+}
+
+TEST(Matmul, MatchesTorchIncludingTransposedAndBatched) {
+  Generator g(41);
+  struct Case { Shape a, b; bool tb; };
+  const std::vector<Case> cases = {{{7, 13}, {13, 5}, false}, {{3, 7, 13}, {13, 5}, false},
+                                   {{2, 3, 7, 13}, {2, 3, 5, 13}, true}, {{2, 1, 7, 13}, {3, 13, 5}, false},
+                                   {{13}, {13, 5}, false}, {{4, 7, 13}, {13}, false}};
+  for (DType dt : {DType::f32, DType::f64}) {
+    for (const auto& c : cases) {
+      Tensor a = randn(c.a, g, dt), b = randn(c.b, g, dt);
+      Tensor aa = a.clone().requires_grad_(), bb = b.clone().requires_grad_();
+      Tensor y = matmul(aa, c.tb ? bb.transpose(-1, -2) : bb);
+      Tensor gout = randn(y.shape(), g, dt);
+      y.backward(gout);
+      auto ref = torch_ref("elementwise.matmul", {{"a", a}, {"b", b}, {"g", gout}}, {{"transpose_b", c.tb}});
+      const double tol = dt == DType::f32 ? 1e-4 : 1e-12;
+      EXPECT_TENSOR_NEAR(y, ref.at("out"), tol, tol);
+      EXPECT_TENSOR_NEAR(aa.grad(), ref.at("da"), tol, tol);
+      EXPECT_TENSOR_NEAR(bb.grad(), ref.at("db"), tol, tol);
+    }
+  }
+}
+
+TEST(Matmul, OneDnnEqualsNaiveOracle) {
+  Generator g(42);
+  for (int64_t m : {1, 7, 64, 197}) {
+    Tensor a = randn({m, 61}, g), b = randn({61, 67}, g);
+    EXPECT_TENSOR_NEAR(matmul(a, b), reference::matmul_naive(a, b), 1e-4, 1e-4);
+    EXPECT_TENSOR_NEAR(matmul(a, b.t().contiguous().t()), reference::matmul_naive(a, b), 1e-4, 1e-4);
+  }
+}
+
+TEST(Linear, MatchesTorch) {
+  Generator g(43);
+  Tensor x = randn({2, 9, 16}, g), w = randn({24, 16}, g), b = randn({24}, g);
+  Tensor xx = x.clone().requires_grad_(), ww = w.clone().requires_grad_(), bb = b.clone().requires_grad_();
+  Tensor y = linear(xx, ww, bb);
+  Tensor gout = randn(y.shape(), g);
+  y.backward(gout);
+  auto ref = torch_ref("elementwise.linear", {{"x", x}, {"w", w}, {"b", b}, {"g", gout}});
+  EXPECT_TENSOR_NEAR(y, ref.at("out"), 1e-5, 1e-5);
+  EXPECT_TENSOR_NEAR(xx.grad(), ref.at("dx"), 1e-5, 1e-5);
+  EXPECT_TENSOR_NEAR(ww.grad(), ref.at("dw"), 1e-5, 1e-5);
+  EXPECT_TENSOR_NEAR(bb.grad(), ref.at("db"), 1e-5, 1e-5);
+  try {
+    linear(x, Tensor::zeros({24, 15}), b);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "linear: input shape [2, 9, 16] does not end in the weight's in_features 15 "
+                           "(weight shape [24, 15])");
+  }
+}
