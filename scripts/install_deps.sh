@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what attn needs from Debian's packages (as root). `--test` adds the test-only packages.
+# Skips apt entirely when everything is already installed.
+set -euo pipefail
+pkgs=(g++ cmake ninja-build libdnnl-dev nlohmann-json3-dev libcli11-dev zlib1g-dev libpng-dev
+      libjpeg62-turbo-dev dataset-fashion-mnist)
+if [[ "${1:-}" == "--test" ]]; then
+  pkgs+=(libgtest-dev libgmock-dev libbenchmark-dev python3-torch python3-torchvision python3-numpy
+         clang-14 libclang-rt-14-dev libomp-14-dev)
+fi
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "[attn] installing from Debian: ${missing[*]}"
+  SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
