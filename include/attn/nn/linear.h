@@ -1,0 +1,41 @@
+// nn::Linear: y = x Wᵀ + b, as torch.nn.Linear (same parameter names and default init).
+//
+//   nn::Linear fc(768, 3072);                       // weight (3072, 768), bias (3072)
+//   Tensor y = fc.forward(x);                       // x: (..., 768) -> (..., 3072)
+//   nn::Linear head({.in_features = 768, .out_features = 1000, .bias = false}, g);
+//
+// Default init (torch's reset_parameters): weight ~ kaiming_uniform(a = sqrt(5)), i.e.
+// U(-1/sqrt(in), 1/sqrt(in)); bias ~ U(-1/sqrt(in), 1/sqrt(in)).
+#pragma once
+#include "attn/core/rng.h"
+#include "attn/nn/module.h"
+
+namespace attn::nn {
+
+struct LinearOptions {
+  int64_t in_features = 0;
+  int64_t out_features = 0;
+  bool bias = true;
+  DType dtype = DType::f32;
+};
+
+class Linear : public Module {
+ public:
+  explicit Linear(const LinearOptions& o, Generator& g = default_generator());
+  Linear(int64_t in_features, int64_t out_features, bool bias = true, Generator& g = default_generator());
+
+  // x: (..., in_features) -> (..., out_features)
+  Tensor forward(const Tensor& x) const;
+  void reset_parameters(Generator& g);
+
+  const LinearOptions& options() const { return opt_; }
+
+ private:
+  LinearOptions opt_;   // declared first: initialised before the parameters
+
+ public:
+  Tensor& weight;   // (out_features, in_features)
+  Tensor& bias;     // (out_features), undefined without bias
+};
+
+}  // namespace attn::nn

@@ -1,0 +1,99 @@
+// nn::Module: the base of every layer and model. Holds named parameters, buffers and submodules;
+// names compose with '.' into checkpoint keys ("blocks.0.attn.qkv.weight").
+//
+//   struct Block : nn::Module {
+//     std::shared_ptr<nn::Linear> fc = register_module("fc", std::make_shared<nn::Linear>(64, 64));
+//     Tensor& scale = register_parameter("scale", Tensor::ones({64}));
+//     Tensor forward(const Tensor& x) { return fc->forward(x) * scale; }
+//   };
+//   Block b;  b.named_parameters();   // {"scale", ...}, {"fc.weight", ...}, {"fc.bias", ...}
+//   b.load_state_dict(io::load_safetensors("b.safetensors").tensors);
+//
+// Order is PyTorch's: a module's own parameters (in registration order), then each submodule's
+// (in registration order), depth first. state_dict(): own parameters, own persistent buffers, then
+// submodules. parameters()/named_parameters() list a tensor shared by two names (tied weights)
+// once, under its first name; state_dict() lists every name.
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "attn/core/tensor.h"
+#include "attn/io/safetensors.h"
+
+namespace attn::nn {
+
+class Module {
+ public:
+  Module() = default;
+  virtual ~Module();
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  // Registers a parameter (marks it requires_grad) / buffer / submodule under `name` (non-empty,
+  // no '.', unique within this module). The returned reference stays valid for the module's life
+  // and IS the registry entry: layers keep it as a `Tensor&` member, so assigning to it (weight
+  // tying: head.weight = emb.weight) changes what the module lists. An undefined tensor registers
+  // an absent parameter (as PyTorch's None: Linear without bias), left out of every listing.
+  Tensor& register_parameter(const std::string& name, Tensor t);
+  // Non-persistent buffers (caches, masks) are not part of state_dict().
+  Tensor& register_buffer(const std::string& name, Tensor t, bool persistent = true);
+  template <class M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> m) {
+    add_child(name, std::static_pointer_cast<Module>(m));
+    return m;
+  }
+
+  std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const;
+  std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const;
+  std::vector<Tensor> parameters(bool recurse = true) const;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const;
+  // Every submodule, depth first, with its dotted name ("" for none: this module is not listed).
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_modules() const;
+  int64_t num_parameters() const;
+
+  void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+  // Drops every parameter's gradient (as PyTorch's set_to_none=True).
+  void zero_grad();
+
+  // Parameters and persistent buffers, detached views of the live storage.
+  io::TensorList state_dict() const;
+  // Copies values in place (converting dtype). Every key is checked before anything is copied.
+  // strict: one attn::Error listing every missing, unexpected and mis-shaped key (with both shapes).
+  // Not strict: missing and unexpected keys are skipped; mis-shaped keys are still an error.
+  void load_state_dict(const io::TensorList& sd, bool strict = true);
+  // The mismatch report load_state_dict would give ("" when `sd` loads), listing at most
+  // `max_listed` keys of each kind (0: all).
+  std::string state_dict_mismatch(const io::TensorList& sd, bool strict = true, size_t max_listed = 0) const;
+
+  // One line per parameter (name, shape, count) and a total line (used by `attn info`).
+  std::string parameter_table() const;
+
+ protected:
+  // Called by train(on) on this module (after the flag is set), for layers that cache per mode.
+  virtual void on_train(bool on) {}
+
+ private:
+  struct Entry {
+    std::string name;
+    Tensor tensor;
+    bool persistent = true;
+  };
+  void add_child(const std::string& name, std::shared_ptr<Module> m);
+  void check_new_name(const std::string& name, const char* what) const;
+  void collect(const std::string& prefix, bool params, bool buffers, bool persistent_only, bool recurse,
+               std::vector<std::pair<std::string, Tensor>>& out) const;
+
+  std::deque<Entry> params_;    // deque: references returned by register_* stay valid
+  std::deque<Entry> buffers_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  bool training_ = true;
+};
+
+}  // namespace attn::nn

@@ -1,0 +1,44 @@
+// nn::Linear on attn::linear (oneDNN GEMM).
+#include "attn/nn/linear.h"
+
+#include <cmath>
+
+#include "attn/nn/init.h"
+#include "attn/ops/matmul.h"
+
+namespace attn::nn {
+
+namespace {
+const LinearOptions& checked(const LinearOptions& o) {
+  ATTN_CHECK(o.in_features > 0 && o.out_features > 0, "Linear: expected positive in/out features, got in=",
+             o.in_features, " out=", o.out_features);
+  ATTN_CHECK(is_floating(o.dtype), "Linear: expected a f32 or f64 dtype, got ", dtype_name(o.dtype));
+  return o;
+}
+}  // namespace
+
+Linear::Linear(const LinearOptions& o, Generator& g)
+    : opt_(checked(o)),
+      weight(register_parameter("weight", Tensor::empty({o.out_features, o.in_features}, o.dtype))),
+      bias(register_parameter("bias", o.bias ? Tensor::empty({o.out_features}, o.dtype) : Tensor())) {
+  reset_parameters(g);
+}
+
+Linear::Linear(int64_t in_features, int64_t out_features, bool bias, Generator& g)
+    : Linear(LinearOptions{in_features, out_features, bias, DType::f32}, g) {}
+
+void Linear::reset_parameters(Generator& g) {
+  init::kaiming_uniform_(weight, g, std::sqrt(5.0));
+  if (bias.defined()) {
+    const double bound = 1.0 / std::sqrt(double(weight.size(1)));
+    init::uniform_(bias, g, -bound, bound);
+  }
+}
+
+Tensor Linear::forward(const Tensor& x) const {
+  ATTN_CHECK(x.dim() >= 1 && x.size(-1) == weight.size(1), "Linear: expected input with last dim ",
+             weight.size(1), ", got shape ", x.shape());
+  return linear(x, weight, bias);
+}
+
+}  // namespace attn::nn

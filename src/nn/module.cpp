@@ -1,0 +1,220 @@
+// nn::Module: registration, traversal, train/eval, state dicts and the parameter table.
+#include "attn/nn/module.h"
+
+#include <algorithm>
+#include <iomanip>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "attn/autograd/grad_mode.h"
+
+namespace attn::nn {
+
+Module::~Module() = default;
+
+void Module::check_new_name(const std::string& name, const char* what) const {
+  ATTN_CHECK(!name.empty(), "Module: ", what, " name must not be empty");
+  ATTN_CHECK(name.find('.') == std::string::npos, "Module: ", what, " name '", name,
+             "' must not contain '.'");
+  auto taken = [&](const auto& list) {
+    for (const auto& e : list)
+      if (e.name == name) return true;
+    return false;
+  };
+  bool dup = taken(params_) || taken(buffers_);
+  for (const auto& c : children_) dup = dup || c.first == name;
+  ATTN_CHECK(!dup, "Module: cannot register ", what, " '", name, "': the name is already taken");
+}
+
+Tensor& Module::register_parameter(const std::string& name, Tensor t) {
+  check_new_name(name, "parameter");
+  if (t.defined()) {
+    ATTN_CHECK(is_floating(t.dtype()), "Module: parameter '", name, "' must be a f32 or f64 tensor, got ",
+               dtype_name(t.dtype()));
+    ATTN_CHECK(t.is_leaf(), "Module: parameter '", name, "' must be a leaf tensor (use .detach())");
+    t.requires_grad_(true);
+  }
+  params_.push_back({name, std::move(t), true});
+  return params_.back().tensor;
+}
+
+Tensor& Module::register_buffer(const std::string& name, Tensor t, bool persistent) {
+  check_new_name(name, "buffer");
+  buffers_.push_back({name, std::move(t), persistent});
+  return buffers_.back().tensor;
+}
+
+void Module::add_child(const std::string& name, std::shared_ptr<Module> m) {
+  check_new_name(name, "submodule");
+  ATTN_CHECK(m != nullptr, "Module: cannot register submodule '", name, "': it is null");
+  ATTN_CHECK(m.get() != this, "Module: cannot register a module as its own submodule ('", name, "')");
+  children_.emplace_back(name, std::move(m));
+}
+
+void Module::collect(const std::string& prefix, bool params, bool buffers, bool persistent_only, bool recurse,
+                     std::vector<std::pair<std::string, Tensor>>& out) const {
+  if (params)
+    for (const auto& e : params_)
+      if (e.tensor.defined()) out.emplace_back(prefix + e.name, e.tensor);
+  if (buffers)
+    for (const auto& e : buffers_)
+      if (e.tensor.defined() && (e.persistent || !persistent_only)) out.emplace_back(prefix + e.name, e.tensor);
+  if (!recurse) return;
+  for (const auto& [name, child] : children_)
+    child->collect(prefix + name + ".", params, buffers, persistent_only, true, out);
+}
+
+namespace {
+// Keeps the first name of each tensor (tied weights appear once), as PyTorch's remove_duplicate.
+std::vector<std::pair<std::string, Tensor>> dedup(std::vector<std::pair<std::string, Tensor>> v) {
+  std::set<const TensorImpl*> seen;
+  std::vector<std::pair<std::string, Tensor>> out;
+  out.reserve(v.size());
+  for (auto& p : v)
+    if (seen.insert(p.second.impl_ptr().get()).second) out.push_back(std::move(p));
+  return out;
+}
+}  // namespace
+
+std::vector<std::pair<std::string, Tensor>> Module::named_parameters(bool recurse) const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  collect("", true, false, false, recurse, out);
+  return dedup(std::move(out));
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_buffers(bool recurse) const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  collect("", false, true, false, recurse, out);
+  return dedup(std::move(out));
+}
+
+std::vector<Tensor> Module::parameters(bool recurse) const {
+  std::vector<Tensor> out;
+  for (auto& p : named_parameters(recurse)) out.push_back(std::move(p.second));
+  return out;
+}
+
+std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_children() const { return children_; }
+
+std::vector<std::pair<std::string, std::shared_ptr<Module>>> Module::named_modules() const {
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> out;
+  std::function<void(const Module&, const std::string&)> rec = [&](const Module& m, const std::string& prefix) {
+    for (const auto& [name, child] : m.children_) {
+      out.emplace_back(prefix + name, child);
+      rec(*child, prefix + name + ".");
+    }
+  };
+  rec(*this, "");
+  return out;
+}
+
+int64_t Module::num_parameters() const {
+  int64_t n = 0;
+  for (const auto& p : parameters()) n += p.numel();
+  return n;
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  on_train(on);
+  for (auto& c : children_) c.second->train(on);
+}
+
+void Module::zero_grad() {
+  for (auto& p : parameters()) p.zero_grad();
+}
+
+io::TensorList Module::state_dict() const {
+  io::TensorList out;
+  // PyTorch's order: own parameters, own persistent buffers, then each submodule.
+  std::function<void(const Module&, const std::string&)> rec = [&](const Module& m, const std::string& prefix) {
+    for (const auto& e : m.params_)
+      if (e.tensor.defined()) out.emplace_back(prefix + e.name, e.tensor.detach());
+    for (const auto& e : m.buffers_)
+      if (e.tensor.defined() && e.persistent) out.emplace_back(prefix + e.name, e.tensor.detach());
+    for (const auto& [name, child] : m.children_) rec(*child, prefix + name + ".");
+  };
+  rec(*this, "");
+  return out;
+}
+
+namespace {
+std::string join_limited(const std::vector<std::string>& items, size_t max_listed) {
+  std::string s;
+  const size_t n = max_listed == 0 ? items.size() : std::min(items.size(), max_listed);
+  for (size_t i = 0; i < n; ++i) s += (i ? ", " : "") + items[i];
+  if (n < items.size()) s += ", ... (" + std::to_string(items.size() - n) + " more)";
+  return s;
+}
+}  // namespace
+
+std::string Module::state_dict_mismatch(const io::TensorList& sd, bool strict, size_t max_listed) const {
+  const io::TensorList mine = state_dict();
+  std::map<std::string, const Tensor*> given;
+  for (const auto& [name, t] : sd) given.emplace(name, &t);
+  std::set<std::string> expected;
+  std::vector<std::string> missing, unexpected, misshaped;
+  for (const auto& [name, t] : mine) {
+    expected.insert(name);
+    auto it = given.find(name);
+    if (it == given.end()) {
+      missing.push_back(name);
+    } else if (!it->second->defined() || it->second->shape() != t.shape()) {
+      misshaped.push_back(name + " (model " + shape_str(t.shape()) + ", state dict " +
+                          (it->second->defined() ? shape_str(it->second->shape()) : "undefined") + ")");
+    }
+  }
+  std::set<std::string> reported;
+  for (const auto& [name, t] : sd)
+    if (!expected.count(name) && reported.insert(name).second) unexpected.push_back(name);
+  if (!strict) missing.clear(), unexpected.clear();
+  if (missing.empty() && unexpected.empty() && misshaped.empty()) return "";
+  std::ostringstream os;
+  os << "the state dict does not match the model";
+  if (!missing.empty()) os << "\n  missing keys (" << missing.size() << "): " << join_limited(missing, max_listed);
+  if (!unexpected.empty())
+    os << "\n  unexpected keys (" << unexpected.size() << "): " << join_limited(unexpected, max_listed);
+  if (!misshaped.empty())
+    os << "\n  mis-shaped keys (" << misshaped.size() << "): " << join_limited(misshaped, max_listed);
+  return os.str();
+}
+
+void Module::load_state_dict(const io::TensorList& sd, bool strict) {
+  const std::string why = state_dict_mismatch(sd, strict);
+  if (!why.empty()) fail("load_state_dict: ", why);
+  std::map<std::string, const Tensor*> given;
+  for (const auto& [name, t] : sd) given.emplace(name, &t);
+  NoGradGuard ng;
+  for (auto& [name, t] : state_dict()) {
+    auto it = given.find(name);
+    if (it == given.end()) continue;  // non-strict
+    t.copy_(*it->second);  // converts the dtype (a bf16 checkpoint into an f32 model)
+  }
+}
+
+std::string Module::parameter_table() const {
+  const auto params = named_parameters();
+  size_t wn = 4, ws = 5, wc = 6;
+  int64_t total = 0;
+  std::vector<std::string> shapes;
+  for (const auto& [name, t] : params) {
+    shapes.push_back(shape_str(t.shape()));
+    wn = std::max(wn, name.size());
+    ws = std::max(ws, shapes.back().size());
+    wc = std::max(wc, std::to_string(t.numel()).size());
+    total += t.numel();
+  }
+  wc = std::max(wc, std::to_string(total).size());
+  std::ostringstream os;
+  os << std::left << std::setw(int(wn)) << "name" << "  " << std::setw(int(ws)) << "shape" << "  " << std::right
+     << std::setw(int(wc)) << "params" << "\n";
+  for (size_t i = 0; i < params.size(); ++i)
+    os << std::left << std::setw(int(wn)) << params[i].first << "  " << std::setw(int(ws)) << shapes[i] << "  "
+       << std::right << std::setw(int(wc)) << params[i].second.numel() << "\n";
+  os << std::left << std::setw(int(wn)) << "total" << "  " << std::setw(int(ws)) << "" << "  " << std::right
+     << std::setw(int(wc)) << total << "\n";
+  return os.str();
+}
+
+}  // namespace attn::nn
