@@ -1,0 +1,215 @@
+// batch_norm forward and backward (train and eval), f32 and f64. x is handled as (N, C, S)
+// contiguous; per-channel statistics accumulate in double, one channel per task.
+#include "attn/ops/batch_norm.h"
+
+#include <cmath>
+
+#include "attn/autograd/grad_mode.h"
+#include "attn/autograd/node.h"
+#include "attn/core/parallel.h"
+
+namespace attn {
+
+namespace {
+
+struct BnGeo {
+  int64_t N = 0, C = 0, S = 1;
+  int64_t count() const { return N * S; }
+};
+
+// Σ p[i] and Σ (p[i] - shift)² over a row, in double with independent partial sums.
+template <class T>
+inline void row_sum(const T* p, int64_t n, double& s) {
+  double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    a0 += double(p[i]); a1 += double(p[i + 1]); a2 += double(p[i + 2]); a3 += double(p[i + 3]);
+  }
+  for (; i < n; ++i) a0 += double(p[i]);
+  s += (a0 + a1) + (a2 + a3);
+}
+template <class T>
+inline void row_sq_dev(const T* p, int64_t n, double m, double& s) {
+  double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const double d0 = double(p[i]) - m, d1 = double(p[i + 1]) - m, d2 = double(p[i + 2]) - m,
+                 d3 = double(p[i + 3]) - m;
+    a0 += d0 * d0; a1 += d1 * d1; a2 += d2 * d2; a3 += d3 * d3;
+  }
+  for (; i < n; ++i) { const double d = double(p[i]) - m; a0 += d * d; }
+  s += (a0 + a1) + (a2 + a3);
+}
+// Σ g[i] and Σ g[i] (x[i] - m).
+template <class T>
+inline void row_grad_sums(const T* g, const T* x, int64_t n, double m, double& sg, double& sgx) {
+  double a0 = 0, a1 = 0, b0 = 0, b1 = 0;
+  int64_t i = 0;
+  for (; i + 2 <= n; i += 2) {
+    a0 += double(g[i]); a1 += double(g[i + 1]);
+    b0 += double(g[i]) * (double(x[i]) - m); b1 += double(g[i + 1]) * (double(x[i + 1]) - m);
+  }
+  for (; i < n; ++i) { a0 += double(g[i]); b0 += double(g[i]) * (double(x[i]) - m); }
+  sg += a0 + a1;
+  sgx += b0 + b1;
+}
+
+std::vector<double> param_or(const Tensor& t, int64_t C, double fill) {
+  return t.defined() ? t.detach().to_vector<double>() : std::vector<double>(size_t(C), fill);
+}
+
+struct BatchNormNode : autograd::Node {
+  Tensor x;                          // (N, C, S) contiguous, detached
+  std::vector<double> mean, invstd, w;
+  BnGeo g;
+  bool training = true, has_weight = false, has_bias = false;
+  Shape x_shape;
+  const char* name() const override { return "batch_norm"; }
+  std::vector<Tensor> backward(const Tensor& dout_in) override {
+    Tensor dout = dout_in.contiguous();
+    const bool want_x = next[0].fn || next[0].leaf;
+    Tensor dx = want_x ? Tensor::empty(x_shape, x.dtype()) : Tensor();
+    std::vector<double> sg(size_t(g.C), 0.0), sgx(size_t(g.C), 0.0);
+    ATTN_DISPATCH_FLOAT(x.dtype(), "batch_norm", [&] {
+      const T* xp = x.data<T>();
+      const T* gp = dout.data<T>();
+      T* dp = want_x ? dx.data<T>() : nullptr;
+      parallel_for(0, g.C, 1, [&](int64_t c0, int64_t c1) {
+        for (int64_t c = c0; c < c1; ++c) {
+          const double m = mean[size_t(c)], is = invstd[size_t(c)];
+          double s_g = 0, s_gx = 0;
+          for (int64_t n = 0; n < g.N; ++n) {
+            const int64_t off = (n * g.C + c) * g.S;
+            row_grad_sums<T>(gp + off, xp + off, g.S, m, s_g, s_gx);
+          }
+          sg[size_t(c)] = s_g;
+          sgx[size_t(c)] = s_gx;
+          if (!dp) continue;
+          // dx = a g + b x + k: train  k w is (g - mean(g) - xhat mean(g xhat));  eval  w is g.
+          const double k = w[size_t(c)] * is;
+          double a = k, b = 0, cc = 0;
+          if (training) {
+            const double M = double(g.count());
+            const double c2 = k * is * is * s_gx / M;
+            b = -c2;
+            cc = -k * s_g / M + m * c2;
+          }
+          const T ta = T(a), tb = T(b), tc = T(cc);
+          for (int64_t n = 0; n < g.N; ++n) {
+            const int64_t off = (n * g.C + c) * g.S;
+            const T* gr = gp + off;
+            const T* xr = xp + off;
+            T* dr = dp + off;
+            if (training)
+              for (int64_t i = 0; i < g.S; ++i) dr[i] = ta * gr[i] + tb * xr[i] + tc;
+            else
+              for (int64_t i = 0; i < g.S; ++i) dr[i] = ta * gr[i];
+          }
+        }
+      });
+    });
+    std::vector<Tensor> out{dx};
+    if (has_weight) {
+      std::vector<double> dw(size_t(g.C));
+      for (int64_t c = 0; c < g.C; ++c) dw[size_t(c)] = sgx[size_t(c)] * invstd[size_t(c)];
+      Tensor t = Tensor::from_vector<double>(dw, {g.C});
+      out.push_back(x.dtype() == DType::f64 ? t : t.to(x.dtype()));
+    }
+    if (has_bias) {
+      Tensor t = Tensor::from_vector<double>(sg, {g.C});
+      out.push_back(x.dtype() == DType::f64 ? t : t.to(x.dtype()));
+    }
+    return out;
+  }
+  void release() override { x = Tensor(); }
+};
+
+void check_param(const Tensor& t, const char* what, int64_t C, DType dt, bool same_dtype) {
+  if (!t.defined()) return;
+  ATTN_CHECK(t.dim() == 1 && t.shape()[0] == C, "batch_norm: expected ", what, " of shape [", C, "], got ", t.shape());
+  if (same_dtype)
+    ATTN_CHECK(t.dtype() == dt, "batch_norm: input is ", dtype_name(dt), " but ", what, " is ", dtype_name(t.dtype()));
+  else
+    ATTN_CHECK(is_floating(t.dtype()), "batch_norm: expected a floating ", what, ", got ", dtype_name(t.dtype()));
+}
+
+}  // namespace
+
+Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, const Tensor& weight, const Tensor& bias,
+                  bool training, double momentum, double eps) {
+  ATTN_CHECK(x.defined(), "batch_norm: expected a defined input");
+  ATTN_CHECK(x.dim() >= 2, "batch_norm: expected input with at least 2 dims (N, C, ...), got shape ", x.shape());
+  ATTN_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::f64, "batch_norm: expected a f32 or f64 input, got ",
+             dtype_name(x.dtype()));
+  BnGeo g;
+  g.N = x.shape()[0];
+  g.C = x.shape()[1];
+  for (int64_t d = 2; d < x.dim(); ++d) g.S *= x.shape()[d];
+  check_param(weight, "weight", g.C, x.dtype(), true);
+  check_param(bias, "bias", g.C, x.dtype(), true);
+  check_param(running_mean, "running_mean", g.C, x.dtype(), false);
+  check_param(running_var, "running_var", g.C, x.dtype(), false);
+  ATTN_CHECK(running_mean.defined() == running_var.defined(),
+             "batch_norm: expected running_mean and running_var both defined or both undefined");
+  ATTN_CHECK(training || running_mean.defined(), "batch_norm: running_mean and running_var are required in eval mode");
+  ATTN_CHECK(!training || g.count() > 1, "batch_norm: expected more than 1 value per channel when training, got input shape ",
+             x.shape());
+  ATTN_CHECK(eps >= 0, "batch_norm: expected eps >= 0, got ", eps);
+
+  Tensor xc = x.detach().contiguous();
+  std::vector<double> mean(size_t(g.C)), var(size_t(g.C)), invstd(size_t(g.C));
+  const std::vector<double> w = param_or(weight, g.C, 1.0), b = param_or(bias, g.C, 0.0);
+  Tensor out = Tensor::empty(x.shape(), x.dtype());
+  ATTN_DISPATCH_FLOAT(x.dtype(), "batch_norm", [&] {
+    const T* xp = xc.data<T>();
+    T* yp = out.data<T>();
+    std::vector<double> rm, rv;
+    if (!training) { rm = running_mean.detach().to_vector<double>(); rv = running_var.detach().to_vector<double>(); }
+    parallel_for(0, g.C, 1, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        double m, v;
+        if (training) {
+          double s = 0;
+          for (int64_t n = 0; n < g.N; ++n) row_sum<T>(xp + (n * g.C + c) * g.S, g.S, s);
+          m = s / double(g.count());
+          double q = 0;
+          for (int64_t n = 0; n < g.N; ++n) row_sq_dev<T>(xp + (n * g.C + c) * g.S, g.S, m, q);
+          v = q / double(g.count());
+        } else {
+          m = rm[size_t(c)];
+          v = rv[size_t(c)];
+        }
+        const double is = 1.0 / std::sqrt(v + eps);
+        mean[size_t(c)] = m; var[size_t(c)] = v; invstd[size_t(c)] = is;
+        const T scale = T(w[size_t(c)] * is), shift = T(b[size_t(c)] - m * w[size_t(c)] * is);
+        for (int64_t n = 0; n < g.N; ++n) {
+          const T* xr = xp + (n * g.C + c) * g.S;
+          T* yr = yp + (n * g.C + c) * g.S;
+          for (int64_t i = 0; i < g.S; ++i) yr[i] = xr[i] * scale + shift;
+        }
+      }
+    });
+  });
+  if (training && running_mean.defined()) {
+    std::vector<double> rm = running_mean.detach().to_vector<double>(), rv = running_var.detach().to_vector<double>();
+    const double unbias = double(g.count()) / double(g.count() - 1);
+    for (int64_t c = 0; c < g.C; ++c) {
+      rm[size_t(c)] = (1 - momentum) * rm[size_t(c)] + momentum * mean[size_t(c)];
+      rv[size_t(c)] = (1 - momentum) * rv[size_t(c)] + momentum * var[size_t(c)] * unbias;
+    }
+    running_mean.copy_(Tensor::from_vector<double>(rm, {g.C}));
+    running_var.copy_(Tensor::from_vector<double>(rv, {g.C}));
+  }
+  std::vector<Tensor> ins{x};
+  if (weight.defined()) ins.push_back(weight);
+  if (bias.defined()) ins.push_back(bias);
+  if (autograd::needs_grad(ins)) {
+    auto n = std::make_shared<BatchNormNode>();
+    n->x = xc; n->mean = mean; n->invstd = invstd; n->w = w; n->g = g; n->training = training;
+    n->has_weight = weight.defined(); n->has_bias = bias.defined(); n->x_shape = x.shape();
+    autograd::attach(out, n, ins);
+  }
+  return out;
+}
+
+}  // namespace attn
