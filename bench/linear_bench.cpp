@@ -1,0 +1,69 @@
+// linear forward at ViT-B's MLP shape, (197 x 768) . (768 x 3072) + bias, f32, 2 threads:
+// attn::linear against a bare oneDNN matmul with pre-packed weights (the ceiling for this shape)
+// and against PyTorch's F.linear measured in the same run.
+//
+//   build/dev/bench/linear_bench [--threads 2] [--reps 50]
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "attn/attn.h"
+#include "bench_util.h"
+
+using namespace attn;
+
+int main(int argc, char** argv) {
+  int threads = 2, reps = 50;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--reps")) reps = std::atoi(argv[++i]);
+  }
+  set_num_threads(threads);
+  const int64_t M = 197, K = 768, N = 3072;
+  const double flop = 2.0 * M * K * N;
+  Generator g(0);
+  Tensor x = randn({M, K}, g), w = randn({N, K}, g), b = randn({N}, g);
+  NoGradGuard ng;
+  const double t_attn = bench::time_ms([&] { Tensor y = linear(x, w, b); }, reps);
+
+  // Bare oneDNN: weights reordered once into the primitive's preferred layout.
+  using namespace dnnl;
+  engine eng(engine::kind::cpu, 0);
+  stream s(eng);
+  memory::desc src_md({M, K}, memory::data_type::f32, memory::format_tag::ab);
+  memory::desc w_any({K, N}, memory::data_type::f32, memory::format_tag::any);
+  memory::desc w_plain({K, N}, memory::data_type::f32, memory::format_tag::ba);  // w (N, K) as (K, N)
+  memory::desc b_md({1, N}, memory::data_type::f32, memory::format_tag::ab);
+  memory::desc dst_md({M, N}, memory::data_type::f32, memory::format_tag::ab);
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src_md, w_any, b_md, dst_md), eng);
+  memory w_src(w_plain, eng, w.raw_data()), w_packed(pd.weights_desc(), eng);
+  reorder(w_src, w_packed).execute(s, w_src, w_packed);
+  Tensor y = Tensor::empty({M, N});
+  memory m_src(src_md, eng, x.raw_data()), m_b(b_md, eng, b.raw_data()), m_dst(dst_md, eng, y.raw_data());
+  dnnl::matmul prim(pd);
+  const double t_dnnl = bench::time_ms([&] {
+    prim.execute(s, {{DNNL_ARG_SRC, m_src}, {DNNL_ARG_WEIGHTS, w_packed}, {DNNL_ARG_BIAS, m_b}, {DNNL_ARG_DST, m_dst}});
+    s.wait();
+  }, reps);
+
+  // PyTorch, best setting for fp32 (OMP_WAIT_POLICY=PASSIVE), same threads.
+  const std::string peer = std::string(ATTN_SOURCE_DIR) + "/bench/peers/linear.py";
+  std::string out = bench::last_line(bench::run_capture("OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 " + peer +
+                                                        " --threads " + std::to_string(threads) + " --reps " +
+                                                        std::to_string(reps)));
+  double t_torch = NAN;
+  try { t_torch = nlohmann::json::parse(out).at("ms").get<double>(); } catch (...) {}
+
+  auto gf = [&](double ms) { return flop / (ms * 1e-3) / 1e9; };
+  std::printf("linear (197x768)·(768x3072)+bias f32, %d threads, median of %d\n", threads, reps);
+  std::printf("  attn::linear            %8.3f ms  %7.1f GFLOP/s\n", t_attn, gf(t_attn));
+  std::printf("  oneDNN pre-packed       %8.3f ms  %7.1f GFLOP/s\n", t_dnnl, gf(t_dnnl));
+  std::printf("  PyTorch F.linear        %8.3f ms  %7.1f GFLOP/s\n", t_torch, gf(t_torch));
+  std::printf("  attn / oneDNN = %.3f   attn vs PyTorch = %.2fx\n", t_dnnl / t_attn, t_torch / t_attn);
+  nlohmann::json j = {{"bench", "linear"}, {"attn_ms", t_attn}, {"onednn_packed_ms", t_dnnl}, {"torch_ms", t_torch},
+                      {"attn_gflops", gf(t_attn)}, {"fraction_of_onednn", t_dnnl / t_attn}};
+  std::cout << j.dump() << std::endl;
+  return 0;
+}

@@ -1,0 +1,17 @@
+// The attn command-line tool: each subcommand registers itself on the CLI11 app.
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace attn::cli {
+
+// Each returns after adding its subcommand; the callback runs the command and may throw attn::Error.
+void add_train(CLI::App& app);
+void add_eval(CLI::App& app);
+void add_info(CLI::App& app);
+void add_demo(CLI::App& app);
+
+
+// Applies --threads (0 = ATTN_NUM_THREADS or all cores).
+void apply_threads(int threads);
+
+}  // namespace attn::cli

@@ -1,0 +1,34 @@
+// attn info MODEL: the per-layer parameter table, totals and the cost per image.
+#include <cstdio>
+
+#include "attn/attn.h"
+#include "attn/models/registry.h"
+#include "../commands.h"
+
+namespace attn::cli {
+
+void add_info(CLI::App& app) {
+  auto* c = app.add_subcommand("info", "describe a model: parameters per layer, totals, MACs/FLOPs per image");
+  auto name = std::make_shared<std::string>();
+  auto cfg = std::make_shared<std::string>();
+  auto list = std::make_shared<bool>(false);
+  c->add_option("model", *name, "model name");
+  c->add_option("--model-config", *cfg, "JSON object of config overrides");
+  c->add_flag("--list", *list, "list the model names");
+  c->callback([name, cfg, list] {
+    if (*list || name->empty()) {
+      for (const auto& n : models::model_names())
+        std::printf("%-32s %s\n", n.c_str(), models::model_entry(n).description.c_str());
+      return;
+    }
+    nlohmann::json over = nlohmann::json::object();
+    if (!cfg->empty()) over = nlohmann::json::parse(*cfg);
+    auto m = models::create_model(*name, over);
+    std::printf("%s\nconfig: %s\n\n%s", name->c_str(), m->config().dump().c_str(), m->parameter_table().c_str());
+    const int64_t macs = m->macs_per_image();
+    std::printf("cost per image: %.4g GMACs = %.4g GFLOPs (FLOPs = 2 x multiply-accumulates)\n", double(macs) / 1e9,
+                2.0 * double(macs) / 1e9);
+  });
+}
+
+}  // namespace attn::cli

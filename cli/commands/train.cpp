@@ -1,0 +1,66 @@
+// attn train: train an image classifier (see include/attn/train/classifier.h).
+#include <cstdio>
+
+#include "attn/attn.h"
+#include "attn/train/classifier.h"
+#include "../commands.h"
+
+namespace attn::cli {
+
+void apply_threads(int threads) {
+  if (threads > 0) set_num_threads(threads);
+}
+
+void add_train_flags(CLI::App* c, train::TrainConfig& cfg, int& threads, std::string& model_json) {
+  c->add_option("--model", cfg.model, "model name (see `attn info --list`)")->capture_default_str();
+  c->add_option("--model-config", model_json, "JSON object of config overrides, e.g. '{\"hidden\": [256]}'");
+  c->add_option("--data", cfg.data, "dataset: fashion-mnist")->capture_default_str();
+  c->add_option("--data-dir", cfg.data_dir, "where the dataset files are")->capture_default_str();
+  c->add_option("--epochs", cfg.epochs)->capture_default_str();
+  c->add_option("--batch", cfg.batch)->capture_default_str();
+  c->add_option("--lr", cfg.lr, "peak learning rate (AdamW, warm-up + cosine)")->capture_default_str();
+  c->add_option("--min-lr", cfg.min_lr)->capture_default_str();
+  c->add_option("--wd", cfg.weight_decay, "weight decay (not on norms, biases, tokens)")->capture_default_str();
+  c->add_option("--warmup-epochs", cfg.warmup_epochs)->capture_default_str();
+  c->add_option("--label-smoothing", cfg.label_smoothing)->capture_default_str();
+  c->add_option("--clip-grad", cfg.clip_grad, "global gradient-norm clip (0: off)")->capture_default_str();
+  c->add_flag("--augment,!--no-augment", cfg.augment, "random crop (padding 2) + flip");
+  c->add_option("--seed", cfg.seed)->capture_default_str();
+  c->add_option("--threads", threads, "threads (default: ATTN_NUM_THREADS or all cores)");
+  c->add_option("--out", cfg.out, "output directory")->capture_default_str();
+  c->add_option("--ckpt-every", cfg.checkpoint_every, "also checkpoint every N steps")->capture_default_str();
+  c->add_flag("--resume", cfg.resume, "continue from OUT/checkpoint.safetensors");
+  c->add_option("--limit-train", cfg.limit_train, "use only the first N training images");
+  c->add_option("--limit-eval", cfg.limit_eval, "evaluate on the first N images");
+  c->add_option("--max-steps", cfg.max_steps, "stop after N steps");
+}
+
+void finish_train_flags(train::TrainConfig& cfg, int threads, const std::string& model_json) {
+  apply_threads(threads);
+  if (!model_json.empty()) {
+    auto j = nlohmann::json::parse(model_json, nullptr, false);
+    ATTN_CHECK(!j.is_discarded() && j.is_object(), "--model-config: expected a JSON object, got '", model_json, "'");
+    cfg.model_config = j;
+  }
+}
+
+void print_result(const train::TrainResult& r) {
+  std::printf("test accuracy: %.2f%%  (test loss %.4f, val accuracy %.2f%%, %lld steps, %.0f img/s end to end)\n",
+              100 * r.test_accuracy, r.test_loss, 100 * r.val_accuracy, (long long)r.steps, r.images_per_second);
+  std::printf("checkpoint: %s\nlog:        %s\ncurve:      %s\nmetrics:    %s\n", r.checkpoint.c_str(), r.log.c_str(),
+              r.plot.c_str(), r.metrics.c_str());
+}
+
+void add_train(CLI::App& app) {
+  auto* c = app.add_subcommand("train", "train a model");
+  auto cfg = std::make_shared<train::TrainConfig>();
+  auto threads = std::make_shared<int>(0);
+  auto model_json = std::make_shared<std::string>();
+  add_train_flags(c, *cfg, *threads, *model_json);
+  c->callback([cfg, threads, model_json] {
+    finish_train_flags(*cfg, *threads, *model_json);
+    print_result(train::train_classifier(*cfg));
+  });
+}
+
+}  // namespace attn::cli

@@ -1,0 +1,104 @@
+// Vision Transformer (Dosovitskiy et al. 2021) and DeiT (Touvron et al. 2021), with timm's
+// parameter names so timm checkpoints map 1:1.
+//
+//   auto vit = models::create_model("vit_tiny_patch16_224");
+//   auto m = std::make_shared<models::VisionTransformer>(models::VitConfig{.image_size = 28, .patch_size = 4,
+//                                                                         .in_channels = 1, .num_classes = 10,
+//                                                                         .dim = 192, .depth = 6, .heads = 3});
+//   Tensor logits = m->forward(images);               // (B, classes); DeiT in eval: mean of both heads
+//   auto [cls, dist] = m->forward_heads(images);      // DeiT: the two heads apart (training)
+//   Tensor maps = m->attention_maps(images);          // (depth, B, NH, N, N), for rollout
+//
+// Forward, as the notes give it: image -> P x P patches -> linear embedding (a conv with
+// kernel = stride = P) -> prepend [class] (and DeiT's distillation) token -> + position
+// embedding -> dropout -> L pre-norm blocks
+//     x = x + drop_path(attn(norm1(x)));  x = x + drop_path(mlp(norm2(x)))
+// -> LayerNorm -> class token (or the mean of the patch tokens) -> [pre-logits Linear + tanh] -> head.
+// Names: patch_embed.proj, cls_token, dist_token, pos_embed, blocks.N.{norm1, attn.qkv, attn.proj,
+// norm2, mlp.fc1, mlp.fc2}, norm, pre_logits.fc, head, head_dist.
+#pragma once
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "attn/models/registry.h"
+#include "attn/nn/attention/multi_head.h"
+#include "attn/nn/drop_path.h"
+#include "attn/nn/dropout.h"
+#include "attn/nn/layer_norm.h"
+#include "attn/nn/linear.h"
+#include "attn/nn/mlp.h"
+#include "attn/nn/pos_embed.h"
+#include "attn/nn/sequential.h"
+
+namespace attn::models {
+
+struct VitConfig {
+  int64_t image_size = 224, patch_size = 16, in_channels = 3, num_classes = 1000;
+  int64_t dim = 768, depth = 12, heads = 12;
+  double mlp_ratio = 4.0;
+  bool qkv_bias = true;
+  double drop = 0.0, attn_drop = 0.0, drop_path = 0.0;   // drop_path: the last block's rate (linear in depth)
+  std::string pos_embed = "learned";    // learned | learned2d | sincos2d | none
+  std::string global_pool = "token";    // token | avg
+  int64_t representation_size = 0;      // > 0: pre-logits Linear + tanh of this size
+  bool distilled = false;               // DeiT: distillation token + head_dist
+  double eps = 1e-6;
+  std::vector<int64_t> hybrid_channels; // non-empty: tokens from a CNN stem (3x3 convs, stride 2 each)
+};
+
+VitConfig vit_config_from_json(const nlohmann::json& j);
+nlohmann::json vit_config_to_json(const VitConfig& c);
+
+class VitBlock : public nn::Module {
+ public:
+  VitBlock(const VitConfig& c, double drop_path);
+  Tensor forward(const Tensor& x) const;
+  // Also returns this block's attention weights (B, NH, N, N) (the materialising path).
+  Tensor forward_with_attention(const Tensor& x, Tensor& weights) const;
+
+  std::shared_ptr<nn::LayerNorm> norm1, norm2;
+  std::shared_ptr<nn::SelfAttention> attn;
+  std::shared_ptr<nn::DropPath> drop_path;
+  std::shared_ptr<nn::MLP> mlp;
+};
+
+class VisionTransformer : public ImageClassifier {
+ public:
+  // `name`: the registry name config() reports (the entry that rebuilds this model).
+  explicit VisionTransformer(const VitConfig& c, std::string name = "vit");
+  Tensor forward(const Tensor& images) override;     // DeiT: (cls + dist) / 2 in eval, cls... see .cpp
+  nlohmann::json config() const override;
+  int64_t macs_per_image() const override;
+
+  // Tokens after the final norm: (B, prefix + N, D).
+  Tensor forward_features(const Tensor& images) const;
+  // Class-token (or pooled) logits, and for DeiT the distillation head's logits (undefined otherwise).
+  std::pair<Tensor, Tensor> forward_heads(const Tensor& images) const;
+  std::pair<Tensor, Tensor> forward_head(const Tensor& features) const;
+  // Every block's attention weights: (depth, B, NH, T, T).
+  Tensor attention_maps(const Tensor& images) const;
+
+  const VitConfig& cfg() const { return cfg_; }
+  int64_t num_prefix_tokens() const { return 1 + (cfg_.distilled ? 1 : 0); }
+  int64_t grid() const;   // patches per side
+
+ private:
+  Tensor embed(const Tensor& images) const;   // (B, T, D), tokens + positions, after pos_drop
+  VitConfig cfg_;
+  std::shared_ptr<nn::Module> patch_embed_;   // "patch_embed" with "proj" (and "stem" for hybrids)
+  Tensor* cls_token_ = nullptr;
+  Tensor* dist_token_ = nullptr;
+  Tensor* pos_embed_ = nullptr;
+  Tensor* pos_prefix_ = nullptr;                    // learned2d: the prefix tokens' positions
+  std::shared_ptr<nn::PosEmbed> pos_2d_;            // learned2d: row + column embeddings
+  std::string model_name_;
+  std::shared_ptr<nn::Dropout> pos_drop_;
+  std::shared_ptr<nn::ModuleList<VitBlock>> blocks_;
+  std::shared_ptr<nn::LayerNorm> norm_;
+  std::shared_ptr<nn::Linear> pre_logits_;
+  std::shared_ptr<nn::Linear> head_, head_dist_;
+};
+
+}  // namespace attn::models

@@ -1,0 +1,254 @@
+#include "attn/models/vit.h"
+
+#include <cmath>
+
+#include "attn/autograd/grad_mode.h"
+#include "attn/nn/conv.h"
+#include "attn/nn/init.h"
+#include "attn/nn/pos_embed.h"
+#include "attn/ops/combine.h"
+#include "attn/ops/conv.h"
+#include "attn/ops/elementwise.h"
+#include "attn/ops/reduce.h"
+
+namespace attn::models {
+
+// ---- config ----
+
+VitConfig vit_config_from_json(const nlohmann::json& j) {
+  VitConfig c;
+  c.image_size = j.at("image_size"); c.patch_size = j.at("patch_size"); c.in_channels = j.at("in_channels");
+  c.num_classes = j.at("num_classes"); c.dim = j.at("dim"); c.depth = j.at("depth"); c.heads = j.at("heads");
+  c.mlp_ratio = j.at("mlp_ratio"); c.qkv_bias = j.at("qkv_bias"); c.drop = j.at("drop");
+  c.attn_drop = j.at("attn_drop"); c.drop_path = j.at("drop_path"); c.pos_embed = j.at("pos_embed");
+  c.global_pool = j.at("global_pool"); c.representation_size = j.at("representation_size");
+  c.distilled = j.at("distilled"); c.eps = j.at("eps");
+  c.hybrid_channels = j.at("hybrid_channels").get<std::vector<int64_t>>();
+  return c;
+}
+
+nlohmann::json vit_config_to_json(const VitConfig& c) {
+  return {{"image_size", c.image_size}, {"patch_size", c.patch_size}, {"in_channels", c.in_channels},
+          {"num_classes", c.num_classes}, {"dim", c.dim}, {"depth", c.depth}, {"heads", c.heads},
+          {"mlp_ratio", c.mlp_ratio}, {"qkv_bias", c.qkv_bias}, {"drop", c.drop}, {"attn_drop", c.attn_drop},
+          {"drop_path", c.drop_path}, {"pos_embed", c.pos_embed}, {"global_pool", c.global_pool},
+          {"representation_size", c.representation_size}, {"distilled", c.distilled}, {"eps", c.eps},
+          {"hybrid_channels", c.hybrid_channels}};
+}
+
+namespace {
+
+void init_linear(nn::Linear& l, Generator& g) {
+  NoGradGuard ng;
+  nn::init::trunc_normal_(l.weight, g, 0.0, 0.02);
+  if (l.bias.defined()) nn::init::zeros_(l.bias);
+}
+
+// The patch embedding (and a hybrid's CNN stem): "patch_embed.proj", "patch_embed.backbone.N.*".
+struct PatchEmbed : nn::Module {
+  std::shared_ptr<nn::Conv2d> proj;
+  std::vector<std::pair<std::shared_ptr<nn::Conv2d>, std::shared_ptr<nn::BatchNorm2d>>> stem;
+  PatchEmbed(const VitConfig& c) {
+    int64_t ch = c.in_channels;
+    if (!c.hybrid_channels.empty()) {
+      auto bb = register_module("backbone", std::make_shared<nn::Sequential>());
+      for (int64_t out : c.hybrid_channels) {
+        auto conv = bb->push_back(std::make_shared<nn::Conv2d>(
+            nn::Conv2dOptions{.in_channels = ch, .out_channels = out, .kernel = 3, .stride = 2, .padding = 1, .bias = false}));
+        auto bn = bb->push_back(std::make_shared<nn::BatchNorm2d>(out));
+        stem.push_back({conv, bn});
+        ch = out;
+      }
+    }
+    proj = register_module("proj", std::make_shared<nn::Conv2d>(nn::Conv2dOptions{
+        .in_channels = ch, .out_channels = c.dim, .kernel = c.patch_size, .stride = c.patch_size}));
+  }
+  // images (B, C, H, W) -> tokens (B, N, D)
+  Tensor forward(Tensor x) const {
+    for (const auto& [conv, bn] : stem) x = relu(bn->forward(conv->forward(x)));
+    x = proj->forward(x);                        // (B, D, gh, gw)
+    return x.flatten(2).transpose(1, 2);         // (B, N, D)
+  }
+};
+
+}  // namespace
+
+// ---- block ----
+
+VitBlock::VitBlock(const VitConfig& c, double dp) {
+  norm1 = register_module("norm1", std::make_shared<nn::LayerNorm>(c.dim, c.eps));
+  attn = register_module("attn", std::make_shared<nn::SelfAttention>(nn::SelfAttentionOptions{
+      .dim = c.dim, .num_heads = c.heads, .qkv_bias = c.qkv_bias, .attn_drop = c.attn_drop, .proj_drop = c.drop}));
+  drop_path = register_module("drop_path", std::make_shared<nn::DropPath>(dp));
+  norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(c.dim, c.eps));
+  mlp = register_module("mlp", std::make_shared<nn::MLP>(nn::MLPOptions{
+      .in_features = c.dim, .hidden_features = int64_t(double(c.dim) * c.mlp_ratio), .drop = c.drop}));
+}
+
+Tensor VitBlock::forward(const Tensor& x_in) const {
+  Tensor x = x_in;
+  x = x + drop_path->forward(attn->forward(norm1->forward(x)).out);
+  x = x + drop_path->forward(mlp->forward(norm2->forward(x)));
+  return x;
+}
+
+Tensor VitBlock::forward_with_attention(const Tensor& x_in, Tensor& weights) const {
+  Tensor x = x_in;
+  nn::MultiHeadResult r = attn->forward(norm1->forward(x), Tensor(), /*need_weights=*/true);
+  weights = r.weights;
+  x = x + drop_path->forward(r.out);
+  x = x + drop_path->forward(mlp->forward(norm2->forward(x)));
+  return x;
+}
+
+// ---- model ----
+
+VisionTransformer::VisionTransformer(const VitConfig& c, std::string name) : cfg_(c), model_name_(std::move(name)) {
+  int64_t fmap = c.image_size;
+  for (size_t i = 0; i < c.hybrid_channels.size(); ++i) fmap = (fmap + 1) / 2;
+  ATTN_CHECK(c.patch_size > 0 && fmap % c.patch_size == 0, "vit: image size ", c.image_size,
+             (c.hybrid_channels.empty() ? "" : " (after the CNN stem: " + std::to_string(fmap) + ")"),
+             " is not a multiple of the patch size ", c.patch_size);
+  ATTN_CHECK(c.heads > 0 && c.dim % c.heads == 0, "vit: dim ", c.dim, " is not divisible by heads ", c.heads);
+  ATTN_CHECK(c.global_pool == "token" || c.global_pool == "avg", "vit: global_pool must be token or avg, got '",
+             c.global_pool, "'");
+  ATTN_CHECK(!(c.distilled && c.global_pool == "avg"), "vit: a distilled (DeiT) model pools the class token");
+  Generator& g = default_generator();
+  patch_embed_ = register_module("patch_embed", std::make_shared<PatchEmbed>(c));
+  cls_token_ = &register_parameter("cls_token", Tensor::zeros({1, 1, c.dim}));
+  if (c.distilled) dist_token_ = &register_parameter("dist_token", Tensor::zeros({1, 1, c.dim}));
+  const int64_t n = grid() * grid(), prefix = num_prefix_tokens();
+  {
+    NoGradGuard ng;
+    nn::init::normal_(*cls_token_, g, 0.0, 1e-6);   // timm
+    if (dist_token_) nn::init::trunc_normal_(*dist_token_, g, 0.0, 0.02);   // DeiT
+  }
+  if (c.pos_embed == "learned") {
+    pos_embed_ = &register_parameter("pos_embed", Tensor::zeros({1, prefix + n, c.dim}));
+    NoGradGuard ng;
+    nn::init::trunc_normal_(*pos_embed_, g, 0.0, 0.02);
+  } else if (c.pos_embed == "sincos2d") {
+    NoGradGuard ng;
+    Tensor grid_pe = nn::sincos_2d_pos_embed(c.dim, grid(), grid(), false);   // (N, D)
+    Tensor pe = concat({Tensor::zeros({prefix, c.dim}), grid_pe}, 0).unsqueeze(0);
+    pos_embed_ = &register_buffer("pos_embed", pe);
+  } else if (c.pos_embed == "learned2d") {
+    pos_prefix_ = &register_parameter("pos_embed_prefix", Tensor::zeros({1, prefix, c.dim}));
+    pos_2d_ = register_module("pos_embed_2d", std::make_shared<nn::PosEmbed>(nn::PosEmbedOptions{
+        .kind = nn::PosEmbedKind::learned_2d, .dim = c.dim, .grid_h = grid(), .grid_w = grid()}));
+    NoGradGuard ng;
+    nn::init::trunc_normal_(*pos_prefix_, g, 0.0, 0.02);
+  } else {
+    ATTN_CHECK(c.pos_embed == "none", "vit: pos_embed must be learned, learned2d, sincos2d or none, got '",
+               c.pos_embed, "'");
+  }
+  pos_drop_ = register_module("pos_drop", std::make_shared<nn::Dropout>(c.drop));
+  blocks_ = register_module("blocks", std::make_shared<nn::ModuleList<VitBlock>>());
+  for (int64_t i = 0; i < c.depth; ++i) {
+    const double dp = c.depth > 1 ? c.drop_path * double(i) / double(c.depth - 1) : c.drop_path;   // linear in depth
+    blocks_->push_back(std::make_shared<VitBlock>(c, dp));
+  }
+  norm_ = register_module("norm", std::make_shared<nn::LayerNorm>(c.dim, c.eps));
+  int64_t feat = c.dim;
+  if (c.representation_size > 0) {
+    auto pl = register_module("pre_logits", std::make_shared<nn::Module>());
+    pre_logits_ = pl->register_module("fc", std::make_shared<nn::Linear>(c.dim, c.representation_size));
+    feat = c.representation_size;
+  }
+  head_ = register_module("head", std::make_shared<nn::Linear>(feat, c.num_classes));
+  if (c.distilled) head_dist_ = register_module("head_dist", std::make_shared<nn::Linear>(c.dim, c.num_classes));
+  // timm's init: Linear weights trunc_normal(.02), biases zero (blocks and heads).
+  for (const auto& [name, m] : named_modules())
+    if (auto* l = dynamic_cast<nn::Linear*>(m.get())) init_linear(*l, g);
+}
+
+int64_t VisionTransformer::grid() const {
+  int64_t fmap = cfg_.image_size;
+  for (size_t i = 0; i < cfg_.hybrid_channels.size(); ++i) fmap = (fmap + 1) / 2;
+  return fmap / cfg_.patch_size;
+}
+
+Tensor VisionTransformer::embed(const Tensor& images) const {
+  ATTN_CHECK(images.dim() == 4 && images.size(1) == cfg_.in_channels && images.size(2) == cfg_.image_size &&
+                 images.size(3) == cfg_.image_size,
+             "vit: expected images (B, ", cfg_.in_channels, ", ", cfg_.image_size, ", ", cfg_.image_size,
+             "), got shape ", images.shape());
+  const int64_t B = images.size(0);
+  Tensor x = static_cast<const PatchEmbed&>(*patch_embed_).forward(images);   // (B, N, D)
+  std::vector<Tensor> parts{cls_token_->expand({B, 1, cfg_.dim})};
+  if (dist_token_) parts.push_back(dist_token_->expand({B, 1, cfg_.dim}));
+  parts.push_back(x);
+  x = concat(parts, 1);
+  if (pos_embed_) x = x + *pos_embed_;
+  else if (pos_2d_) x = x + concat({*pos_prefix_, pos_2d_->embedding()}, 1);
+  return pos_drop_->forward(x);
+}
+
+Tensor VisionTransformer::forward_features(const Tensor& images) const {
+  Tensor x = embed(images);
+  for (const auto& b : *blocks_) x = b->forward(x);
+  return norm_->forward(x);
+}
+
+std::pair<Tensor, Tensor> VisionTransformer::forward_head(const Tensor& f) const {
+  const int64_t prefix = num_prefix_tokens();
+  Tensor x = cfg_.global_pool == "avg" ? mean(f.slice(1, prefix, f.size(1)), {1}) : f.select(1, 0);
+  if (pre_logits_) x = tanh(pre_logits_->forward(x));
+  Tensor cls = head_->forward(x);
+  Tensor dist = head_dist_ ? head_dist_->forward(f.select(1, 1)) : Tensor();
+  return {cls, dist};
+}
+
+std::pair<Tensor, Tensor> VisionTransformer::forward_heads(const Tensor& images) const {
+  return forward_head(forward_features(images));
+}
+
+Tensor VisionTransformer::forward(const Tensor& images) {
+  auto [cls, dist] = forward_heads(images);
+  if (!dist.defined()) return cls;
+  return (cls + dist) * 0.5;   // DeiT / timm at inference: the mean of the two heads' logits
+}
+
+Tensor VisionTransformer::attention_maps(const Tensor& images) const {
+  NoGradGuard ng;
+  Tensor x = embed(images);
+  std::vector<Tensor> maps;
+  for (const auto& b : *blocks_) {
+    Tensor w;
+    x = b->forward_with_attention(x, w);
+    maps.push_back(w);
+  }
+  return stack(maps, 0);
+}
+
+nlohmann::json VisionTransformer::config() const {
+  nlohmann::json j = vit_config_to_json(cfg_);
+  j["model"] = model_name_;
+  return j;
+}
+
+int64_t VisionTransformer::macs_per_image() const {
+  const int64_t n = grid() * grid(), t = n + num_prefix_tokens(), d = cfg_.dim;
+  const int64_t hidden = int64_t(double(d) * cfg_.mlp_ratio);
+  int64_t macs = 0;
+  // CNN stem (hybrid): 3x3 convs, stride 2.
+  int64_t ch = cfg_.in_channels, fm = cfg_.image_size;
+  for (int64_t out : cfg_.hybrid_channels) {
+    fm = (fm + 1) / 2;
+    macs += fm * fm * out * ch * 9;
+    ch = out;
+  }
+  macs += n * d * ch * cfg_.patch_size * cfg_.patch_size;   // patch embedding
+  const int64_t block = t * d * 3 * d      // qkv
+                        + 2 * t * t * d    // q k^T and attn v
+                        + t * d * d        // proj
+                        + 2 * t * d * hidden;   // mlp
+  macs += cfg_.depth * block;
+  int64_t feat = d;
+  if (cfg_.representation_size > 0) { macs += d * cfg_.representation_size; feat = cfg_.representation_size; }
+  macs += feat * cfg_.num_classes;
+  if (cfg_.distilled) macs += d * cfg_.num_classes;
+  return macs;
+}
+
+}  // namespace attn::models

@@ -1,0 +1,314 @@
+// The image-classifier training loop (see include/attn/train/classifier.h).
+#include "attn/train/classifier.h"
+
+#include <sys/stat.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "attn/autograd/grad_mode.h"
+#include "attn/core/parallel.h"
+#include "attn/core/rng.h"
+#include "attn/data/fashion_mnist.h"
+#include "attn/data/loader.h"
+#include "attn/io/checkpoint.h"
+#include "attn/ops/loss.h"
+#include "attn/ops/reduce.h"
+#include "attn/optim/adam.h"
+#include "attn/optim/clip.h"
+#include "attn/optim/schedule.h"
+#include "attn/train/plot.h"
+#include "attn/train/progress.h"
+
+namespace attn::train {
+
+namespace {
+
+void make_dirs(const std::string& path) {
+  std::string cur;
+  for (size_t i = 0; i <= path.size(); ++i) {
+    if (i == path.size() || path[i] == '/') {
+      if (!cur.empty()) ::mkdir(cur.c_str(), 0755);
+    }
+    if (i < path.size()) cur.push_back(path[i]);
+  }
+  struct stat st;
+  ATTN_CHECK(::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode), "train: cannot create output directory '",
+             path, "'");
+}
+
+std::shared_ptr<data::Dataset> load_split(const TrainConfig& cfg, data::Split split) {
+  ATTN_CHECK(cfg.data == "fashion-mnist", "train: unknown dataset '", cfg.data,
+             "' (known: fashion-mnist; image folders come with the ViT issue)");
+  return std::make_shared<data::FashionMnist>(data::FashionMnist::load(cfg.data_dir, split));
+}
+
+// The first n examples of a dataset.
+class Prefix : public data::Dataset {
+ public:
+  Prefix(std::shared_ptr<const data::Dataset> base, int64_t n) : base_(std::move(base)), n_(std::min(n, base_->size())) {}
+  int64_t size() const override { return n_; }
+  Shape image_shape() const override { return base_->image_shape(); }
+  int64_t read(int64_t i, float* out) const override {
+    ATTN_CHECK(i >= 0 && i < n_, "dataset: index ", i, " out of range [0, ", n_, ")");
+    return base_->read(i, out);
+  }
+ private:
+  std::shared_ptr<const data::Dataset> base_;
+  int64_t n_;
+};
+
+std::string fmt(double v, const char* f = "%.4f") {
+  char b[64];
+  std::snprintf(b, sizeof b, f, v);
+  return b;
+}
+
+}  // namespace
+
+std::pair<std::vector<float>, std::vector<float>> dataset_normalization(const std::string& data) {
+  if (data == "fashion-mnist") return {{0.2860f}, {0.3530f}};
+  return {{0.5f}, {0.5f}};
+}
+
+EvalResult evaluate(models::ImageClassifier& model, const data::Dataset& ds, const std::vector<float>& mean,
+                    const std::vector<float>& std, int64_t batch, int64_t limit) {
+  NoGradGuard ng;
+  const bool was_training = model.is_training();
+  model.eval();
+  std::shared_ptr<const data::Dataset> view(&ds, [](const data::Dataset*) {});
+  if (limit > 0 && limit < ds.size()) view = std::make_shared<Prefix>(view, limit);
+  data::LoaderOptions lo;
+  lo.batch_size = batch;
+  lo.shuffle = false;
+  lo.mean = mean;
+  lo.std = std;
+  data::DataLoader loader(view, lo);
+  EvalResult r;
+  double loss_sum = 0;
+  int64_t correct = 0;
+  for (int64_t b = 0; b < loader.batches_per_epoch(); ++b) {
+    data::Batch bt = loader.next();
+    Tensor logits = model.forward(bt.images);
+    CrossEntropyOptions ce;
+    ce.reduction = Reduction::sum;
+    loss_sum += cross_entropy(logits, bt.labels, ce).item();
+    Tensor pred = argmax(logits, -1);
+    const int64_t* p = pred.data<int64_t>();
+    const int64_t* y = bt.labels.data<int64_t>();
+    for (int64_t i = 0; i < pred.numel(); ++i) {
+      correct += p[i] == y[i];
+      r.predictions.push_back(p[i]);
+    }
+    r.count += pred.numel();
+  }
+  r.loss = r.count ? loss_sum / double(r.count) : NAN;
+  r.accuracy = r.count ? double(correct) / double(r.count) : NAN;
+  model.train(was_training);
+  return r;
+}
+
+std::shared_ptr<models::ImageClassifier> load_classifier(const std::string& checkpoint) {
+  nlohmann::json meta = io::read_checkpoint_metadata(checkpoint);
+  ATTN_CHECK(meta.contains("config") && meta["config"].is_object() && meta["config"].contains("model"),
+             "load: checkpoint '", checkpoint, "' has no model config (expected __metadata__.config with a "
+             "\"model\" name)");
+  const nlohmann::json& cfg = meta["config"];
+  auto model = models::create_model(cfg["model"].get<std::string>(), cfg);
+  io::load_checkpoint(checkpoint, *model, nullptr);
+  model->eval();
+  return model;
+}
+
+TrainResult train_classifier(const TrainConfig& cfg) {
+  ATTN_CHECK(cfg.epochs > 0 && cfg.batch > 0, "train: expected epochs > 0 and batch > 0, got epochs ", cfg.epochs,
+             ", batch ", cfg.batch);
+  make_dirs(cfg.out);
+  TrainResult res;
+  res.checkpoint = cfg.out + "/checkpoint.safetensors";
+  res.log = cfg.out + "/log.jsonl";
+  res.plot = cfg.out + "/curve.svg";
+  res.metrics = cfg.out + "/metrics.json";
+
+  std::shared_ptr<data::Dataset> train_ds = load_split(cfg, data::Split::train);
+  if (cfg.limit_train > 0) train_ds = std::make_shared<Prefix>(train_ds, cfg.limit_train);
+  std::shared_ptr<data::Dataset> val_ds = load_split(cfg, data::Split::val);
+  // (plain variables, not a structured binding: the lambdas below capture them, which clang 14 rejects)
+  const auto norm = dataset_normalization(cfg.data);
+  const std::vector<float> mean = norm.first, std = norm.second;
+
+  // Model: weights from the seed (init draws from the default generator).
+  manual_seed(cfg.seed);
+  nlohmann::json train_state;
+  std::shared_ptr<models::ImageClassifier> model;
+  nlohmann::json model_cfg;
+  if (cfg.resume) {
+    nlohmann::json meta = io::read_checkpoint_metadata(res.checkpoint);
+    model_cfg = meta.at("config");
+    train_state = meta.at("train_state");
+    model = models::create_model(model_cfg.at("model").get<std::string>(), model_cfg);
+  } else {
+    model = models::create_model(cfg.model, cfg.model_config);
+    model_cfg = model->config();
+  }
+  model->train();
+
+  data::LoaderOptions lo;
+  lo.batch_size = cfg.batch;
+  lo.shuffle = true;
+  lo.drop_last = true;
+  lo.seed = cfg.seed;
+  lo.mean = mean;
+  lo.std = std;
+  if (cfg.augment) {
+    lo.augment.crop_padding = 2;
+    lo.augment.hflip_p = 0.5;
+  }
+  data::DataLoader loader(train_ds, lo);
+  const int64_t per_epoch = loader.batches_per_epoch();
+  ATTN_CHECK(per_epoch > 0, "train: ", train_ds->size(), " training examples make no full batch of ", cfg.batch);
+  int64_t total = cfg.epochs * per_epoch;
+  if (cfg.max_steps > 0) total = std::min(total, cfg.max_steps);
+
+  auto groups = optim::param_groups_weight_decay(*model, cfg.weight_decay);
+  optim::AdamW opt(groups, {.lr = cfg.lr, .weight_decay = cfg.weight_decay});
+  optim::WarmupCosine sched({.base_lr = cfg.lr, .total_steps = total,
+                             .warmup_steps = int64_t(cfg.warmup_epochs * double(per_epoch)),
+                             .warmup_lr_init = cfg.lr * 1e-3, .min_lr = cfg.min_lr});
+
+  int64_t step = 0;
+  nlohmann::json history = nlohmann::json::array();
+  if (cfg.resume) {
+    io::load_checkpoint(res.checkpoint, *model, &opt);
+    step = train_state.at("step").get<int64_t>();
+    default_generator().set_state(train_state.at("rng_seed").get<uint64_t>(), train_state.at("rng_offset").get<uint64_t>());
+    history = train_state.value("history", nlohmann::json::array());
+    if (!cfg.quiet) std::fprintf(stderr, "resuming %s from step %lld\n", res.checkpoint.c_str(), (long long)step);
+  }
+  loader.seek_global(step);
+  // The log is rewritten from the checkpoint's history, so records after it (a killed run) go.
+  {
+    std::string text;
+    for (const auto& h : history) text += h.dump() + "\n";
+    io::write_file_atomic(res.log, text);
+  }
+
+  // Running sums of the current epoch (saved in mid-epoch checkpoints so a resumed epoch's
+  // summary equals the uninterrupted one).
+  double ep_loss = 0;
+  int64_t ep_correct = 0, ep_count = 0, ep_steps = 0;
+  bool resumed_mid_epoch = false;
+  if (cfg.resume && train_state.contains("epoch_acc") && step % per_epoch != 0) {
+    const auto& a = train_state["epoch_acc"];
+    ep_loss = a[0].get<double>(); ep_correct = a[1].get<int64_t>(); ep_count = a[2].get<int64_t>();
+    ep_steps = a[3].get<int64_t>();
+    resumed_mid_epoch = true;
+  }
+  auto save = [&](int64_t at_step) {
+    nlohmann::json ts = {{"step", at_step}, {"epoch", at_step / per_epoch}, {"rng_seed", default_generator().seed()},
+                         {"rng_offset", default_generator().offset()}, {"history", history},
+                         {"data", cfg.data}, {"mean", mean}, {"std", std},
+                         {"epoch_acc", {ep_loss, ep_correct, ep_count, ep_steps}}};
+    io::save_checkpoint(res.checkpoint, *model, &opt, {{"config", model_cfg}, {"train_state", ts}});
+  };
+  auto write_plot = [&] {
+    Series tl{"train loss", {}, {}}, vl{"val loss", {}, {}}, va{"val accuracy", {}, {}, true};
+    for (const auto& h : history) {
+      const double ep = h.at("epoch_float").get<double>();
+      tl.x.push_back(ep); tl.y.push_back(h.at("train_loss").get<double>());
+      vl.x.push_back(ep); vl.y.push_back(h.at("val_loss").get<double>());
+      va.x.push_back(ep); va.y.push_back(h.at("val_accuracy").get<double>());
+    }
+    write_svg_plot(res.plot, cfg.data + ": " + model_cfg.at("model").get<std::string>(), "epoch", {tl, vl, va});
+  };
+
+  const auto t_start = std::chrono::steady_clock::now();
+  int64_t images = 0;
+  std::unique_ptr<ProgressBar> bar;
+  bool in_epoch_loop = false;
+  while (step < total) {
+    const int64_t epoch = step / per_epoch, in_epoch = step % per_epoch;
+    if (!in_epoch_loop) {
+      in_epoch_loop = true;
+      const int64_t epoch_steps = std::min(per_epoch, total - epoch * per_epoch);
+      if (cfg.progress)
+        bar = std::make_unique<ProgressBar>("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(cfg.epochs),
+                                            epoch_steps, "img");
+      if (!resumed_mid_epoch) { ep_loss = 0; ep_correct = 0; ep_count = 0; ep_steps = 0; }
+      resumed_mid_epoch = false;
+    }
+    data::Batch b = loader.next();
+    sched.apply(opt, step);
+    Tensor logits = model->forward(b.images);
+    Tensor loss = cross_entropy(logits, b.labels, {.label_smoothing = cfg.label_smoothing});
+    const double lv = loss.item();
+    if (!std::isfinite(lv)) {
+      fail("train: the loss became ", lv, " at step ", step, " (epoch ", epoch + 1, "); stopped. The last good "
+           "checkpoint is kept at ", res.checkpoint, " (resume with --resume after lowering --lr)");
+    }
+    loss.backward();
+    if (cfg.clip_grad > 0) optim::clip_grad_norm_(model->parameters(), cfg.clip_grad);
+    opt.step();
+    opt.zero_grad();
+    res.step_losses.push_back(lv);
+    ++step;
+    ++ep_steps;
+    images += b.labels.numel();
+    ep_loss += lv;
+    {
+      NoGradGuard ng;
+      Tensor pred = argmax(logits, -1);
+      const int64_t* p = pred.data<int64_t>();
+      const int64_t* y = b.labels.data<int64_t>();
+      for (int64_t i = 0; i < pred.numel(); ++i) ep_correct += p[i] == y[i];
+      ep_count += pred.numel();
+    }
+    if (bar)
+      bar->update(in_epoch + 1, b.labels.numel(), {{"loss", ep_loss / double(ep_steps)},
+                                               {"acc", double(ep_correct) / double(std::max<int64_t>(ep_count, 1))}});
+    const bool epoch_end = step % per_epoch == 0 || step == total;
+    if (epoch_end) {
+      if (bar) bar->finish();
+      bar.reset();
+      in_epoch_loop = false;
+      EvalResult v = evaluate(*model, *val_ds, mean, std, 256, cfg.limit_eval);
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+      nlohmann::json rec = {{"epoch", epoch + 1}, {"epoch_float", double(step) / double(per_epoch)}, {"step", step},
+                            {"train_loss", ep_loss / double(ep_steps)},
+                            {"train_accuracy", double(ep_correct) / double(std::max<int64_t>(ep_count, 1))},
+                            {"val_loss", v.loss}, {"val_accuracy", v.accuracy}, {"lr", sched.lr(step - 1)},
+                            {"images_per_second", double(images) / secs}};
+      history.push_back(rec);
+      {
+        std::ofstream f(res.log, std::ios::app);
+        f << rec.dump() << "\n";
+      }
+      write_plot();
+      save(step);
+      if (!cfg.quiet)
+        std::fprintf(stderr, "epoch %lld: train loss %s, train acc %s, val loss %s, val acc %s, %.0f img/s\n",
+                     (long long)(epoch + 1), fmt(rec["train_loss"]).c_str(), fmt(rec["train_accuracy"]).c_str(),
+                     fmt(v.loss).c_str(), fmt(v.accuracy).c_str(), double(images) / secs);
+    } else if (cfg.checkpoint_every > 0 && step % cfg.checkpoint_every == 0) {
+      save(step);
+    }
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  res.steps = step;
+  res.images_per_second = secs > 0 ? double(images) / secs : 0;
+  res.final_train_loss = res.step_losses.empty() ? NAN : res.step_losses.back();
+  if (!history.empty()) res.val_accuracy = history.back().at("val_accuracy").get<double>();
+  auto test_ds = load_split(cfg, data::Split::test);
+  EvalResult t = evaluate(*model, *test_ds, mean, std, 256, cfg.limit_eval);
+  res.test_accuracy = t.accuracy;
+  res.test_loss = t.loss;
+  nlohmann::json m = {{"model", model_cfg}, {"steps", step}, {"test_accuracy", t.accuracy}, {"test_loss", t.loss},
+                      {"val_accuracy", res.val_accuracy}, {"images_per_second", res.images_per_second},
+                      {"threads", get_num_threads()}, {"seconds", secs}};
+  io::write_file_atomic(res.metrics, m.dump(2) + "\n");
+  return res;
+}
+
+}  // namespace attn::train

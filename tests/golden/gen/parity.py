@@ -1,0 +1,115 @@
+"""llm.c-style training parity references: the same model and weights as the C++ side, 10 AdamW steps.
+
+Inputs: "p.<name>" initial parameters, "x" batch input, "y" labels. Returns "logits1", "losses" (10),
+"g.<name>" gradients at step 1 and "p10.<name>" parameters after step 10.
+"""
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Mlp(nn.Module):
+    def __init__(self, sizes):
+        super().__init__()
+        self.fc1 = nn.Linear(sizes[0], sizes[1])
+        self.fc2 = nn.Linear(sizes[1], sizes[2])
+        self.head = nn.Linear(sizes[2], sizes[3])
+
+    def forward(self, x):
+        x = x.flatten(1)
+        return self.head(F.relu(self.fc2(F.relu(self.fc1(x)))))
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        hs = C // self.heads
+        qkv = self.qkv(x).reshape(B, T, 3, self.heads, hs).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
+        att = att.softmax(dim=-1)
+        return self.proj((att @ v).transpose(1, 2).reshape(B, T, C))
+
+
+class MlpBlock(nn.Module):
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.fc1 = nn.Linear(dim, hidden)
+        self.fc2 = nn.Linear(hidden, dim)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(x)))
+
+
+class Block(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(dim, eps=1e-6)
+        self.attn = Attention(dim, heads)
+        self.norm2 = nn.LayerNorm(dim, eps=1e-6)
+        self.mlp = MlpBlock(dim, 4 * dim)
+
+    def forward(self, x):
+        x = x + self.attn(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+
+class Encoder(nn.Module):
+    def __init__(self, vocab, T, dim, heads, depth, classes):
+        super().__init__()
+        self.tok_embed = nn.Embedding(vocab, dim)
+        self.pos_embed = nn.Parameter(torch.zeros(1, T, dim))
+        self.blocks = nn.ModuleList([Block(dim, heads) for _ in range(depth)])
+        self.norm = nn.LayerNorm(dim, eps=1e-6)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, x):
+        h = self.tok_embed(x) + self.pos_embed
+        for b in self.blocks:
+            h = b(h)
+        return self.head(self.norm(h).mean(dim=1))
+
+
+def _train(model, inp, args):
+    sd = {k[2:]: v for k, v in inp.items() if k.startswith("p.")}
+    model.load_state_dict(sd, strict=True)
+    wd = args["weight_decay"]
+    no_decay_names = ("cls_token", "dist_token", "pos_embed", "position_embedding", "relative_position_bias_table")
+    decay, no_decay = [], []
+    for n, p in model.named_parameters():
+        (no_decay if p.ndim <= 1 or any(s in n for s in no_decay_names) else decay).append(p)
+    opt = torch.optim.AdamW([{"params": no_decay, "weight_decay": 0.0}, {"params": decay, "weight_decay": wd}],
+                            lr=args["lr"])
+    out, losses = {}, []
+    for step in range(args["steps"]):
+        logits = model(inp["x"])
+        loss = F.cross_entropy(logits, inp["y"], label_smoothing=args["label_smoothing"])
+        opt.zero_grad()
+        loss.backward()
+        if step == 0:
+            out["logits1"] = logits.detach()
+            for n, p in model.named_parameters():
+                out["g." + n] = p.grad.detach().clone()
+        opt.step()
+        losses.append(loss.item())
+    out["losses"] = torch.tensor(losses, dtype=torch.float64)
+    for n, p in model.named_parameters():
+        out["p10." + n] = p.detach()
+    return out
+
+
+def mlp(inp, args):
+    return _train(Mlp(args["sizes"]), inp, args)
+
+
+def encoder(inp, args):
+    m = Encoder(args["vocab"], args["T"], args["dim"], args["heads"], args["depth"], args["classes"])
+    return _train(m, inp, args)
