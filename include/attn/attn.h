@@ -1,5 +1,11 @@
 // attn: the whole public API in one include.
+//
+//   #include "attn/attn.h"
+//   attn::Tensor x = attn::Tensor::randn({8, 197, 768});
+//   attn::nn::SelfAttention attn({.dim = 768, .num_heads = 12, .qkv_bias = true});
+//   attn::Tensor y = attn.forward(x).out;
 #pragma once
+// core
 #include "attn/core/dtype.h"
 #include "attn/core/error.h"
 #include "attn/core/isa.h"
@@ -8,10 +14,54 @@
 #include "attn/core/tensor.h"
 #include "attn/autograd/grad_mode.h"
 #include "attn/autograd/node.h"
+// ops
+#include "attn/ops/attention.h"
+#include "attn/ops/batch_norm.h"
+#include "attn/ops/combine.h"
+#include "attn/ops/conv.h"
+#include "attn/ops/dropout.h"
 #include "attn/ops/elementwise.h"
+#include "attn/ops/fused.h"
+#include "attn/ops/indexing.h"
+#include "attn/ops/loss.h"
 #include "attn/ops/matmul.h"
+#include "attn/ops/norm.h"
+#include "attn/ops/pool.h"
 #include "attn/ops/reduce.h"
+#include "attn/ops/softmax.h"
+// nn
+#include "attn/nn/attention/hard.h"
+#include "attn/nn/attention/local.h"
+#include "attn/nn/attention/multi_head.h"
+#include "attn/nn/attention/relative_bias.h"
+#include "attn/nn/attention/scores.h"
+#include "attn/nn/conv.h"
+#include "attn/nn/drop_path.h"
+#include "attn/nn/dropout.h"
+#include "attn/nn/embedding.h"
+#include "attn/nn/init.h"
+#include "attn/nn/layer_norm.h"
+#include "attn/nn/linear.h"
+#include "attn/nn/mlp.h"
+#include "attn/nn/module.h"
+#include "attn/nn/pos_embed.h"
+#include "attn/nn/sequential.h"
+// models, optim, data, io, train
+#include "attn/models/mlp.h"
+#include "attn/models/registry.h"
+#include "attn/models/vit.h"
+#include "attn/optim/adam.h"
+#include "attn/optim/clip.h"
+#include "attn/optim/optimizer.h"
+#include "attn/optim/schedule.h"
+#include "attn/optim/sgd.h"
+#include "attn/data/dataset.h"
+#include "attn/data/fashion_mnist.h"
+#include "attn/data/idx.h"
+#include "attn/data/loader.h"
+#include "attn/data/transforms.h"
+#include "attn/io/checkpoint.h"
 #include "attn/io/safetensors.h"
-#if __has_include("attn/all_ext.h")
-#include "attn/all_ext.h"
-#endif
+#include "attn/train/classifier.h"
+#include "attn/train/plot.h"
+#include "attn/train/progress.h"

@@ -11,6 +11,7 @@
 
 #include "attn/autograd/grad_mode.h"
 #include "attn/autograd/node.h"
+#include "attn/core/memory.h"
 #include "attn/core/rng.h"
 #include "strided.h"
 
@@ -65,9 +66,13 @@ Storage::Storage(size_t n) : nbytes(n) {
   if (rounded == 0) rounded = 64;
   data = std::aligned_alloc(64, rounded);
   if (!data) fail("Storage: could not allocate ", n, " bytes");
+  detail::note_storage_alloc(rounded);
 }
 
-Storage::~Storage() { std::free(data); }
+Storage::~Storage() {
+  std::free(data);
+  detail::note_storage_free(nbytes == 0 ? 64 : (nbytes + 63) / 64 * 64);
+}
 
 TensorImpl& Tensor::impl() const {
   if (!impl_) fail("Tensor: use of an undefined tensor");
@@ -75,7 +80,16 @@ TensorImpl& Tensor::impl() const {
 }
 
 Tensor Tensor::empty(const Shape& shape, DType dtype) {
-  for (int64_t d : shape) ATTN_CHECK(d >= 0, "Tensor::empty: negative dimension in shape ", shape);
+  // Every dim >= 0, and the strides (products of max(d, 1)) and byte size must fit: an empty
+  // tensor with huge other dims would otherwise overflow its strides.
+  int64_t span = 1;
+  for (int64_t d : shape) {
+    ATTN_CHECK(d >= 0, "Tensor::empty: negative dimension in shape ", shape);
+    const int64_t m = std::max<int64_t>(d, 1);
+    ATTN_CHECK(span <= (int64_t(1) << 62) / m / int64_t(dtype_size(dtype)), "Tensor::empty: shape ", shape,
+               " is too large");
+    span *= m;
+  }
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::make_shared<Storage>(size_t(shape_numel(shape)) * dtype_size(dtype));
   impl->shape = shape;

@@ -1,0 +1,160 @@
+// Scaled dot-product attention at ViT-B's head shape (B = 1, NH = 12, HS = 64, f32): attn's fused
+// kernel and naive path against PyTorch 1.13's softmax(q kᵀ/√d) v (bench/peers/attention.py, run
+// in the same run with OMP_WAIT_POLICY=PASSIVE and without, best of the two), at the same threads.
+//   forward at T = 197, 1024, 4096; forward + backward at T = 1024;
+//   peak extra memory of one forward at T = 4096 (attn: Storage bytes, attn/core/memory.h;
+//   torch: growth of the process's max RSS).
+// --crossover sweeps T and HS for fused vs naive (the data behind the automatic choice in
+// src/ops/attention.cpp).
+//
+//   build/bench/attention_bench [--threads 2] [--reps 10] [--no-torch] [--crossover]
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "attn/attn.h"
+#include "attn/core/memory.h"
+#include "attn/ops/attention.h"
+#include "bench_util.h"
+
+#ifndef ATTN_SOURCE_DIR
+#define ATTN_SOURCE_DIR "."
+#endif
+
+using namespace attn;
+
+namespace {
+
+int g_reps = 10;
+
+// Median over repeats, fewer when one run is slow (about 3 s of repeats per measurement).
+double time_adaptive(const std::function<void()>& fn) {
+  auto a = std::chrono::steady_clock::now();
+  fn();
+  const double first = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count();
+  const int reps = std::max(1, std::min(g_reps, int(3000.0 / std::max(first, 1e-3))));
+  return bench::time_ms(fn, reps, 0);
+}
+
+double fwd_ms(int64_t B, int64_t NH, int64_t T, int64_t HS, SdpaImpl impl, bool causal = false) {
+  Generator g(1);
+  Tensor q = randn({B, NH, T, HS}, g), k = randn({B, NH, T, HS}, g), v = randn({B, NH, T, HS}, g);
+  SdpaOptions o;
+  o.impl = impl;
+  o.causal = causal;
+  NoGradGuard ng;
+  return time_adaptive([&] { Tensor y = scaled_dot_product_attention(q, k, v, Tensor(), o).out; });
+}
+
+double fwdbwd_ms(int64_t B, int64_t NH, int64_t T, int64_t HS, SdpaImpl impl, bool causal = false) {
+  Generator g(2);
+  Tensor q = randn({B, NH, T, HS}, g).requires_grad_(), k = randn({B, NH, T, HS}, g).requires_grad_();
+  Tensor v = randn({B, NH, T, HS}, g).requires_grad_(), gout = randn({B, NH, T, HS}, g);
+  SdpaOptions o;
+  o.impl = impl;
+  o.causal = causal;
+  return time_adaptive([&] {
+    q.zero_grad(); k.zero_grad(); v.zero_grad();
+    scaled_dot_product_attention(q, k, v, Tensor(), o).out.backward(gout);
+  });
+}
+
+int64_t peak_extra_bytes(int64_t T, SdpaImpl impl) {
+  Generator g(3);
+  Tensor q = randn({1, 12, T, 64}, g), k = randn({1, 12, T, 64}, g), v = randn({1, 12, T, 64}, g);
+  SdpaOptions o;
+  o.impl = impl;
+  NoGradGuard ng;
+  const int64_t live = memory_stats().live_bytes;
+  reset_peak_memory();
+  { Tensor y = scaled_dot_product_attention(q, k, v, Tensor(), o).out; }
+  return memory_stats().peak_bytes - live;
+}
+
+nlohmann::json run_peer(const std::string& args, bool passive) {
+  const std::string peer = std::string(ATTN_SOURCE_DIR) + "/bench/peers/attention.py";
+  const std::string env = passive ? "OMP_WAIT_POLICY=PASSIVE " : "";
+  const std::string out = bench::last_line(bench::run_capture(env + "/usr/bin/python3 " + peer + " " + args));
+  try { return nlohmann::json::parse(out); } catch (...) { return nlohmann::json(); }
+}
+
+void crossover(int threads) {
+  std::printf("fused vs naive, B=1 NH=12, %d threads (ms; ratio = naive / fused)\n", threads);
+  std::printf("  %5s %4s %10s %10s %6s %12s %12s %6s\n", "T", "HS", "fwd fused", "fwd naive", "ratio", "f+b fused",
+              "f+b naive", "ratio");
+  for (int64_t HS : {32, 64, 128})
+    for (int64_t T : {8, 16, 32, 64, 128, 197, 256, 512}) {
+      const double ff = fwd_ms(1, 12, T, HS, SdpaImpl::fused), fn = fwd_ms(1, 12, T, HS, SdpaImpl::naive);
+      const double bf = fwdbwd_ms(1, 12, T, HS, SdpaImpl::fused), bn = fwdbwd_ms(1, 12, T, HS, SdpaImpl::naive);
+      std::printf("  %5ld %4ld %10.3f %10.3f %6.2f %12.3f %12.3f %6.2f\n", long(T), long(HS), ff, fn, fn / ff, bf,
+                  bn, bn / bf);
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = 2;
+  bool torch = true, cross = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) g_reps = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--no-torch")) torch = false;
+    else if (!std::strcmp(argv[i], "--crossover")) cross = true;
+  }
+  set_num_threads(threads);
+  std::printf("attention B=1 NH=12 HS=64 f32, %d threads, isa %s\n", threads, isa_name(active_isa()));
+  if (cross) {
+    crossover(threads);
+    return 0;
+  }
+
+  std::map<std::string, double> fused, naive;
+  for (int64_t T : {197, 1024, 4096}) {
+    fused["fwd" + std::to_string(T)] = fwd_ms(1, 12, T, 64, SdpaImpl::fused);
+    naive["fwd" + std::to_string(T)] = fwd_ms(1, 12, T, 64, SdpaImpl::naive);
+  }
+  fused["fwdbwd1024"] = fwdbwd_ms(1, 12, 1024, 64, SdpaImpl::fused);
+  naive["fwdbwd1024"] = fwdbwd_ms(1, 12, 1024, 64, SdpaImpl::naive);
+  const int64_t mem_fused = peak_extra_bytes(4096, SdpaImpl::fused);
+  const int64_t mem_naive = peak_extra_bytes(4096, SdpaImpl::naive);
+
+  std::map<std::string, double> th;
+  double mem_torch = NAN;
+  if (torch) {
+    const std::string targs = "--threads " + std::to_string(threads) + " --reps " + std::to_string(g_reps);
+    for (bool passive : {true, false}) {
+      nlohmann::json j = run_peer(targs + " --mode time", passive);
+      if (j.is_null()) continue;
+      auto take = [&](const std::string& key, double ms) {
+        if (!th.count(key) || ms < th[key]) th[key] = ms;
+      };
+      for (auto& [T, ms] : j.at("fwd").items()) take("fwd" + T, ms.get<double>());
+      for (auto& [T, ms] : j.at("fwdbwd").items()) take("fwdbwd" + T, ms.get<double>());
+    }
+    nlohmann::json m = run_peer("--threads " + std::to_string(threads) + " --mode mem --T 4096", true);
+    if (!m.is_null()) mem_torch = m.at("peak_extra_bytes").get<double>();
+  }
+  auto torch_ms = [&](const std::string& k) { return th.count(k) ? th[k] : NAN; };
+
+  std::printf("  %-16s %11s %11s %11s %12s %12s\n", "", "attn fused", "attn naive", "torch", "torch/fused",
+              "naive/fused");
+  nlohmann::json out = {{"bench", "attention"}, {"threads", threads}, {"isa", isa_name(active_isa())}};
+  for (const char* key : {"fwd197", "fwd1024", "fwd4096", "fwdbwd1024"}) {
+    const double f = fused[key], n = naive[key], t = torch_ms(key);
+    std::printf("  %-16s %9.2f ms %8.2f ms %8.2f ms %11.2fx %11.2fx\n", key, f, n, t, t / f, n / f);
+    out[key] = {{"fused_ms", f}, {"naive_ms", n}, {"torch_ms", std::isnan(t) ? nlohmann::json() : nlohmann::json(t)}};
+  }
+  std::printf("  peak extra memory, one forward at T=4096: fused %.2f MiB, naive %.1f MiB, torch %.1f MiB "
+              "(max RSS growth)\n",
+              double(mem_fused) / 1048576.0, double(mem_naive) / 1048576.0, mem_torch / 1048576.0);
+  out["mem4096"] = {{"fused_bytes", mem_fused}, {"naive_bytes", mem_naive},
+                    {"torch_bytes", std::isnan(mem_torch) ? nlohmann::json() : nlohmann::json(mem_torch)}};
+  std::cout << out.dump() << std::endl;
+  return 0;
+}

@@ -1,0 +1,60 @@
+// Scaled dot-product attention, forward and backward: softmax(q kᵀ · scale + mask) v.
+//
+//   // q (B, NH, Tq, HS), k (B, NH, Tk, HS), v (B, NH, Tk, HSv) -> out (B, NH, Tq, HSv)
+//   Tensor y = attn::scaled_dot_product_attention(q, k, v).out;
+//   attn::SdpaOptions o;  o.causal = true;  o.dropout_p = 0.1;
+//   auto r = attn::scaled_dot_product_attention(q, k, v, key_padding.view({B, 1, 1, Tk}), o);
+//
+// Two implementations, one contract:
+//   naive  — materialises the (B, NH, Tq, Tk) scores through the existing ops (matmul, softmax,
+//            masked_fill, dropout) and their autograd; f32 and f64; the test oracle.
+//   fused  — f32 only: tiled over queries and keys with an online softmax (running max and sum),
+//            never holding Tq × Tk in memory; keeps the per-row log-sum-exp and recomputes the
+//            tiles in the backward pass (FlashAttention-2 style). AVX-512 / AVX2 / scalar by
+//            attn::active_isa(). Bit-identical across runs at a fixed thread count.
+// `automatic` picks one (see src/ops/attention.cpp for the measured rule).
+//
+// Masks: a u8 mask (nonzero = may NOT attend, as torch.nn.MultiheadAttention) or an additive
+// float mask of q's dtype, broadcastable to (B, NH, Tq, Tk) (e.g. (B, 1, 1, Tk) key padding, or
+// (Tq, Tk)); never expanded in memory by the fused kernel. Combined with `causal` when both are
+// given. A query row whose keys are ALL masked gives zeros and zero gradients — a documented
+// departure from PyTorch 1.13, which gives NaN. NaN in the inputs propagates.
+// Dropout (on the attention weights) uses the counter-based stream of attn::dropout: element
+// ((b*NH + h)*Tq + i)*Tk + j of (seed, g.reserve(B*NH*Tq*Tk)), so both paths drop the same ones.
+#pragma once
+#include <cmath>
+
+#include "attn/core/rng.h"
+#include "attn/core/tensor.h"
+
+namespace attn {
+
+// top_left: tril(ones(Tq, Tk)) (query i sees keys j <= i);
+// bottom_right: j <= i + (Tk - Tq) (KV-cache decoding).
+enum class CausalAlign { top_left, bottom_right };
+enum class SdpaImpl { automatic, fused, naive };
+
+struct SdpaOptions {
+  double scale = NAN;              // NaN: 1/sqrt(HS); any other value used as is (1.0 = "no scaling")
+  bool causal = false;
+  CausalAlign causal_align = CausalAlign::top_left;
+  double dropout_p = 0.0;          // on the attention weights (only when > 0)
+  Generator* generator = nullptr;  // for dropout; null: default_generator()
+  bool need_weights = false;       // also return the (B, NH, Tq, Tk) weights, before dropout (as
+                                   // torch.nn.MultiheadAttention returns them); forces naive
+  SdpaImpl impl = SdpaImpl::automatic;
+};
+
+struct SdpaResult {
+  Tensor out;
+  Tensor weights;   // undefined unless need_weights
+};
+
+// q (B, NH, Tq, HS), k (B, NH, Tk, HS), v (B, NH, Tk, HSv) -> out (B, NH, Tq, HSv); exactly 4-d.
+// q, k, v may be strided views (e.g. heads split out of a fused qkv projection) — no copies as
+// long as their last dim has unit stride. Differentiable w.r.t. q, k, v (and an additive mask on
+// the naive path; `automatic` picks naive when the mask requires grad).
+SdpaResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                        const Tensor& mask = Tensor(), const SdpaOptions& opts = {});
+
+}  // namespace attn

@@ -1,0 +1,361 @@
+// Internal: the fused attention kernels written once over a vector type V (VecScalar, VecAvx2,
+// VecAvx512) and instantiated by attention_fused_{scalar,avx2,avx512}.cpp. Include after the
+// vec_*.h header of the ISA. See attention_fused.h for the contract and the work split.
+//
+// Tiles: Q block (BQ × HS, pre-multiplied by the scale), K block (BK × HS), V block (BK × HSv).
+// Every product is one register-blocked GEMM, C (+)= A·B with A, B, C row-major, N a multiple of
+// the lane count (operands are packed into zero-padded scratch first):
+//   forward   S = Qs·Kᵀ (Kᵀ packed),  acc = acc·alpha + P·V           online softmax per row
+//   backward  S = Qs·Kᵀ, dP = dO·Vᵀ,  W = exp(S - max - logsum),  dS = W ∘ (dP − D)
+//             dV += Wᵀ·dO,  dK += dSᵀ·Qs,  dq_part += dS·K              (FlashAttention-2)
+// with dropout: W' = W·keep·s used for out / dV, and dP·keep·s in dS.
+// Internal linkage throughout (the copies built with different ISA flags never meet).
+#pragma once
+#include <cstdint>
+
+#include "attention_fused.h"
+#include "vec_kernels.h"
+
+namespace attn::kernels {
+namespace {
+
+template <class V>
+struct AttnOps {
+  using R = typename V::R;
+  static constexpr int64_t W = V::W;
+  // Register blocking of the GEMM micro-kernel: MR rows × NV vectors of accumulators.
+  static constexpr int MR = W == 16 ? 6 : 4;
+  static constexpr int NV = W == 16 ? 4 : (W == 8 ? 3 : 4);
+  static constexpr int64_t BQ = kAttnBQ, BK = kAttnBK;
+
+  static float neg_inf() { return -__builtin_inff(); }
+  static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+  static int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
+
+  // ---------------- GEMM: C (M × N) (+)= A (M × K) · B (K × N) ----------------
+
+  template <int mr, int nv>
+  static void micro(int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
+                    int64_t ldc, bool acc) {
+    R c[mr][nv];
+#pragma GCC unroll 8
+    for (int r = 0; r < mr; ++r)
+#pragma GCC unroll 4
+      for (int u = 0; u < nv; ++u) c[r][u] = acc ? V::load(C + r * ldc + u * W) : V::zero();
+    for (int64_t d = 0; d < K; ++d) {
+      R bv[nv];
+#pragma GCC unroll 4
+      for (int u = 0; u < nv; ++u) bv[u] = V::load(B + d * ldb + u * W);
+#pragma GCC unroll 8
+      for (int r = 0; r < mr; ++r) {
+        const R av = V::set1(A[r * lda + d]);
+#pragma GCC unroll 4
+        for (int u = 0; u < nv; ++u) c[r][u] = V::fma(av, bv[u], c[r][u]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < mr; ++r)
+#pragma GCC unroll 4
+      for (int u = 0; u < nv; ++u) V::store(C + r * ldc + u * W, c[r][u]);
+  }
+
+  template <int mr, int nv>
+  static void cols_tail(int64_t rem, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
+                        float* C, int64_t ldc, bool acc) {
+    if constexpr (nv >= 1) {
+      if (rem == nv) micro<mr, nv>(K, A, lda, B, ldb, C, ldc, acc);
+      else cols_tail<mr, nv - 1>(rem, K, A, lda, B, ldb, C, ldc, acc);
+    }
+  }
+
+  template <int mr>
+  static void row_panel(int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
+                        float* C, int64_t ldc, bool acc) {
+    int64_t n = 0;
+    for (; n + NV * W <= N; n += NV * W) micro<mr, NV>(K, A, lda, B + n, ldb, C + n, ldc, acc);
+    if (n < N) cols_tail<mr, NV - 1>((N - n) / W, K, A, lda, B + n, ldb, C + n, ldc, acc);
+  }
+
+  template <int mr>
+  static void rows_tail(int64_t rem, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+                        int64_t ldb, float* C, int64_t ldc, bool acc) {
+    if constexpr (mr >= 1) {
+      if (rem == mr) row_panel<mr>(N, K, A, lda, B, ldb, C, ldc, acc);
+      else rows_tail<mr - 1>(rem, N, K, A, lda, B, ldb, C, ldc, acc);
+    }
+  }
+
+  // N must be a multiple of W. K == 0 with acc == false zeroes C.
+  static void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
+                   float* C, int64_t ldc, bool acc) {
+    int64_t m = 0;
+    for (; m + MR <= M; m += MR) row_panel<MR>(N, K, A + m * lda, lda, B, ldb, C + m * ldc, ldc, acc);
+    if (m < M) rows_tail<MR - 1>(M - m, N, K, A + m * lda, lda, B, ldb, C + m * ldc, ldc, acc);
+  }
+
+  // ---------------- row helpers (n a multiple of W) ----------------
+
+  static float row_max(const float* s, int64_t n) {
+    R m0 = V::set1(neg_inf());
+    for (int64_t j = 0; j < n; j += W) m0 = V::max(m0, V::load(s + j));
+    return V::hmax(m0);
+  }
+  // s = exp(s - m); returns the sum.
+  static float exp_sub_sum(float* s, int64_t n, float m) {
+    const R vm = V::set1(m);
+    R acc = V::zero();
+    for (int64_t j = 0; j < n; j += W) {
+      const R e = RowOps<V>::exp(V::sub(V::load(s + j), vm));
+      V::store(s + j, e);
+      acc = V::add(acc, e);
+    }
+    return V::hsum(acc);
+  }
+  // s = exp((s - m) - ls): the softmax weights from the saved row max and log-sum.
+  static void weights_row(float* s, int64_t n, float m, float ls) {
+    const R vm = V::set1(m), vl = V::set1(ls);
+    for (int64_t j = 0; j < n; j += W) V::store(s + j, RowOps<V>::exp(V::sub(V::sub(V::load(s + j), vm), vl)));
+  }
+  static void scale_row(float* x, int64_t n, float a) {
+    const R va = V::set1(a);
+    for (int64_t j = 0; j < n; j += W) V::store(x + j, V::mul(V::load(x + j), va));
+  }
+  // dp = w * (dp - D)
+  static void ds_row(const float* w, float* dp, int64_t n, float D) {
+    const R vd = V::set1(D);
+    for (int64_t j = 0; j < n; j += W) V::store(dp + j, V::mul(V::load(w + j), V::sub(V::load(dp + j), vd)));
+  }
+
+  // Scores of one row, keys [0, jv) visible by causality, [jv, n) padding or causally hidden:
+  // bool mask -> -inf, additive mask added, hidden -> -inf. `mo` is the mask offset at (b, h, i, j0).
+  static void mask_row(float* s, int64_t jv, int64_t n, const AttnMask& m, int64_t mo) {
+    if (m.b) {
+      const uint8_t* mb = m.b + mo;
+      if (m.sj == 0) {
+        if (mb[0]) jv = 0;
+      } else {
+        for (int64_t j = 0; j < jv; ++j)
+          if (mb[j * m.sj]) s[j] = neg_inf();
+      }
+    } else if (m.f) {
+      const float* mf = m.f + mo;
+      if (m.sj == 1) {
+        for (int64_t j = 0; j < jv; ++j) s[j] += mf[j];
+      } else {
+        for (int64_t j = 0; j < jv; ++j) s[j] += mf[j * m.sj];
+      }
+    }
+    for (int64_t j = jv; j < n; ++j) s[j] = neg_inf();
+  }
+
+  // Keep factors of elements e0 .. e0 + n - 1 of the dropout stream: f[j] = keep ? scale : 0.
+  static void keep_factors(float* f, int64_t n, uint64_t e0, const AttnDropout& d) {
+    int64_t j = 0;
+    uint64_t e = e0;
+    while (j < n) {
+      uint32_t r[4];
+      philox4x32(d.seed, d.offset + e / 4, r);
+      for (uint64_t lane = e % 4; lane < 4 && j < n; ++lane, ++j, ++e) f[j] = (r[lane] >> 8) >= d.threshold ? d.scale : 0.f;
+    }
+  }
+
+  // Visible keys of query qi in the key block starting at j0 with nk keys.
+  static int64_t visible(const AttnGeometry& g, int64_t qi, int64_t j0, int64_t nk) {
+    if (!g.causal) return nk;
+    return imax(0, imin(nk, qi + g.shift - j0 + 1));
+  }
+
+  // ---------------- forward ----------------
+
+  static void fwd_item(const AttnFwdArgs& a, int64_t item, float* scratch) {
+    const AttnGeometry& g = a.g;
+    const int64_t nqb = attn_q_blocks(g);
+    const int64_t bh = item / nqb, qb = item % nqb;
+    const int64_t b = bh / g.NH, h = bh % g.NH;
+    const int64_t HS = g.HS, HSv = g.HSv, HSp = attn_pad(HS), HSvp = attn_pad(HSv);
+    const int64_t i0 = qb * BQ, mq = imin(BQ, g.Tq - i0);
+    float* Qs = scratch;
+    float* Kt = Qs + BQ * HSp;      // HS × BK
+    float* Vp = Kt + HSp * BK;      // BK × HSvp
+    float* S = Vp + BK * HSvp;      // BQ × BK
+    float* acc = S + BQ * BK;       // BQ × HSvp
+    float* mrow = acc + BQ * HSvp;  // BQ
+    float* lrow = mrow + BQ;        // BQ
+    const float* q = a.q + b * g.q_sb + h * g.q_sh;
+    const float* k = a.k + b * g.k_sb + h * g.k_sh;
+    const float* v = a.v + b * g.v_sb + h * g.v_sh;
+    const int64_t mbase = b * a.m.sb + h * a.m.sh;
+
+    for (int64_t i = 0; i < mq; ++i) {
+      const float* qr = q + (i0 + i) * g.q_st;
+      for (int64_t d = 0; d < HS; ++d) Qs[i * HSp + d] = qr[d] * g.scale;
+      mrow[i] = neg_inf();
+      lrow[i] = 0.f;
+      for (int64_t d = 0; d < HSvp; ++d) acc[i * HSvp + d] = 0.f;
+    }
+    // Causal: keys beyond the last row's horizon are hidden from the whole block.
+    const int64_t jend = g.causal ? imax(0, imin(g.Tk, i0 + mq + g.shift)) : g.Tk;
+    float keep[BK];
+    for (int64_t j0 = 0; j0 < jend; j0 += BK) {
+      const int64_t nk = imin(BK, g.Tk - j0), nkp = attn_pad(nk);
+      for (int64_t j = 0; j < nk; ++j) {
+        const float* kr = k + (j0 + j) * g.k_st;
+        for (int64_t d = 0; d < HS; ++d) Kt[d * BK + j] = kr[d];
+      }
+      for (int64_t d = 0; d < HS; ++d)
+        for (int64_t j = nk; j < nkp; ++j) Kt[d * BK + j] = 0.f;
+      gemm(mq, nkp, HS, Qs, HSp, Kt, BK, S, BK, false);
+      for (int64_t j = 0; j < nk; ++j) {
+        const float* vr = v + (j0 + j) * g.v_st;
+        float* vp = Vp + j * HSvp;
+        for (int64_t d = 0; d < HSv; ++d) vp[d] = vr[d];
+        for (int64_t d = HSv; d < HSvp; ++d) vp[d] = 0.f;
+      }
+      for (int64_t i = 0; i < mq; ++i) {
+        const int64_t qi = i0 + i;
+        float* s = S + i * BK;
+        const int64_t jv = visible(g, qi, j0, nk);
+        mask_row(s, jv, nkp, a.m, mbase + qi * a.m.si + j0 * a.m.sj);
+        const float mx = row_max(s, nkp);
+        const float mold = mrow[i];
+        const float mnew = mx > mold ? mx : mold;
+        // All visible keys so far masked: exponentiate against 0 (every term is exp(-inf) = 0).
+        const float muse = mnew == neg_inf() ? 0.f : mnew;
+        const float alpha = __builtin_expf(mold - muse);
+        const float rs = exp_sub_sum(s, nkp, muse);
+        lrow[i] = lrow[i] * alpha + rs;
+        mrow[i] = mnew;
+        if (a.d.on) {
+          keep_factors(keep, jv, (uint64_t(bh * g.Tq + qi)) * uint64_t(g.Tk) + uint64_t(j0), a.d);
+          for (int64_t j = 0; j < jv; ++j) s[j] *= keep[j];
+        }
+        if (alpha != 1.f) scale_row(acc + i * HSvp, HSvp, alpha);
+      }
+      gemm(mq, HSvp, nk, S, BK, Vp, HSvp, acc, HSvp, true);
+    }
+    for (int64_t i = 0; i < mq; ++i) {
+      const int64_t qi = i0 + i;
+      float* o = a.out + (bh * g.Tq + qi) * HSv;
+      const float l = lrow[i];
+      if (l == 0.f) {   // every key masked: zeros, and a log-sum-exp that zeroes the weights
+        for (int64_t d = 0; d < HSv; ++d) o[d] = 0.f;
+        a.rowmax[bh * g.Tq + qi] = __builtin_inff();
+        a.logsum[bh * g.Tq + qi] = 0.f;
+      } else {
+        const float inv = 1.f / l;
+        for (int64_t d = 0; d < HSv; ++d) o[d] = acc[i * HSvp + d] * inv;
+        a.rowmax[bh * g.Tq + qi] = mrow[i];
+        a.logsum[bh * g.Tq + qi] = __builtin_logf(l);
+      }
+    }
+  }
+
+  // ---------------- backward ----------------
+
+  static void bwd_item(const AttnBwdArgs& a, int64_t item, float* scratch) {
+    const AttnGeometry& g = a.g;
+    const int64_t G = a.groups;
+    const int64_t bh = item / G, grp = item % G;
+    const int64_t b = bh / g.NH, h = bh % g.NH;
+    const int64_t HS = g.HS, HSv = g.HSv, HSp = attn_pad(HS), HSvp = attn_pad(HSv);
+    const int64_t nkb = attn_k_blocks(g);
+    const int64_t kb0 = grp * nkb / G, kb1 = (grp + 1) * nkb / G;
+    float* Qs = scratch;              // BQ × HSp
+    float* dOp = Qs + BQ * HSp;       // BQ × HSvp
+    float* Kt = dOp + BQ * HSvp;      // HS × BK
+    float* Kp = Kt + HSp * BK;        // BK × HSp
+    float* Vt = Kp + BK * HSp;        // HSv × BK
+    float* S = Vt + HSvp * BK;        // BQ × BK
+    float* dP = S + BQ * BK;          // BQ × BK
+    float* Tr = dP + BQ * BK;         // BK × BQ
+    float* dKa = Tr + BK * BQ;        // BK × HSp
+    float* dVa = dKa + BK * HSp;      // BK × HSvp
+    const float* q = a.q + b * g.q_sb + h * g.q_sh;
+    const float* k = a.k + b * g.k_sb + h * g.k_sh;
+    const float* v = a.v + b * g.v_sb + h * g.v_sh;
+    const float* dout = a.dout + bh * g.Tq * HSv;
+    const float* rowmax = a.rowmax + bh * g.Tq;
+    const float* logsum = a.logsum + bh * g.Tq;
+    const float* delta = a.delta + bh * g.Tq;
+    const int64_t mbase = b * a.m.sb + h * a.m.sh;
+    float* dqp = a.dq_part + (bh * G + grp) * g.Tq * HSp;
+    for (int64_t x = 0; x < g.Tq * HSp; ++x) dqp[x] = 0.f;
+    float keep[BK];
+
+    for (int64_t kb = kb0; kb < kb1; ++kb) {
+      const int64_t j0 = kb * BK, nk = imin(BK, g.Tk - j0), nkp = attn_pad(nk);
+      for (int64_t j = 0; j < nk; ++j) {
+        const float* kr = k + (j0 + j) * g.k_st;
+        const float* vr = v + (j0 + j) * g.v_st;
+        for (int64_t d = 0; d < HS; ++d) Kt[d * BK + j] = kr[d];
+        for (int64_t d = 0; d < HS; ++d) Kp[j * HSp + d] = kr[d];
+        for (int64_t d = HS; d < HSp; ++d) Kp[j * HSp + d] = 0.f;
+        for (int64_t d = 0; d < HSv; ++d) Vt[d * BK + j] = vr[d];
+      }
+      for (int64_t j = nk; j < nkp; ++j) {
+        for (int64_t d = 0; d < HS; ++d) Kt[d * BK + j] = 0.f;
+        for (int64_t d = 0; d < HSv; ++d) Vt[d * BK + j] = 0.f;
+      }
+      for (int64_t x = 0; x < nk * HSp; ++x) dKa[x] = 0.f;
+      for (int64_t x = 0; x < nk * HSvp; ++x) dVa[x] = 0.f;
+      // Causal: the first query that sees key j0 is j0 - shift.
+      const int64_t qstart = g.causal ? imax(0, j0 - g.shift) : 0;
+      for (int64_t i0 = qstart / BQ * BQ; i0 < g.Tq; i0 += BQ) {
+        const int64_t mq = imin(BQ, g.Tq - i0);
+        for (int64_t i = 0; i < mq; ++i) {
+          const float* qr = q + (i0 + i) * g.q_st;
+          const float* gr = dout + (i0 + i) * HSv;
+          for (int64_t d = 0; d < HS; ++d) Qs[i * HSp + d] = qr[d] * g.scale;
+          for (int64_t d = HS; d < HSp; ++d) Qs[i * HSp + d] = 0.f;
+          for (int64_t d = 0; d < HSv; ++d) dOp[i * HSvp + d] = gr[d];
+          for (int64_t d = HSv; d < HSvp; ++d) dOp[i * HSvp + d] = 0.f;
+        }
+        gemm(mq, nkp, HS, Qs, HSp, Kt, BK, S, BK, false);
+        gemm(mq, nkp, HSv, dOp, HSvp, Vt, BK, dP, BK, false);
+        for (int64_t i = 0; i < mq; ++i) {
+          const int64_t qi = i0 + i;
+          float* s = S + i * BK;
+          float* dp = dP + i * BK;
+          const int64_t jv = visible(g, qi, j0, nk);
+          mask_row(s, jv, nkp, a.m, mbase + qi * a.m.si + j0 * a.m.sj);
+          weights_row(s, nkp, rowmax[qi], logsum[qi]);   // the softmax weights; 0 where masked
+          if (a.d.on) {
+            keep_factors(keep, jv, (uint64_t(bh * g.Tq + qi)) * uint64_t(g.Tk) + uint64_t(j0), a.d);
+            const float D = delta[qi];
+            for (int64_t j = 0; j < jv; ++j) {
+              dp[j] = s[j] * (dp[j] * keep[j] - D);
+              s[j] *= keep[j];
+            }
+            for (int64_t j = jv; j < nkp; ++j) dp[j] = 0.f;
+          } else {
+            ds_row(s, dp, nkp, delta[qi]);
+          }
+        }
+        // dV += W'ᵀ dO, dK += dSᵀ Qs, dq_part += dS K.
+        for (int64_t i = 0; i < mq; ++i)
+          for (int64_t j = 0; j < nk; ++j) Tr[j * BQ + i] = S[i * BK + j];
+        gemm(nk, HSvp, mq, Tr, BQ, dOp, HSvp, dVa, HSvp, true);
+        for (int64_t i = 0; i < mq; ++i)
+          for (int64_t j = 0; j < nk; ++j) Tr[j * BQ + i] = dP[i * BK + j];
+        gemm(nk, HSp, mq, Tr, BQ, Qs, HSp, dKa, HSp, true);
+        gemm(mq, HSp, nk, dP, BK, Kp, HSp, dqp + i0 * HSp, HSp, true);
+      }
+      for (int64_t j = 0; j < nk; ++j) {
+        float* dkr = a.dk + (bh * g.Tk + j0 + j) * HS;
+        float* dvr = a.dv + (bh * g.Tk + j0 + j) * HSv;
+        for (int64_t d = 0; d < HS; ++d) dkr[d] = dKa[j * HSp + d];
+        for (int64_t d = 0; d < HSv; ++d) dvr[d] = dVa[j * HSvp + d];
+      }
+    }
+  }
+
+  static void fwd(const AttnFwdArgs& a, int64_t item0, int64_t item1, float* scratch) {
+    for (int64_t it = item0; it < item1; ++it) fwd_item(a, it, scratch);
+  }
+  static void bwd(const AttnBwdArgs& a, int64_t item0, int64_t item1, float* scratch) {
+    for (int64_t it = item0; it < item1; ++it) bwd_item(a, it, scratch);
+  }
+};
+
+}  // namespace
+}  // namespace attn::kernels

@@ -1,0 +1,246 @@
+// scaled_dot_product_attention: validation, the choice between the naive path
+// (backend/reference/attention_reference.cpp) and the fused kernels (backend/cpu/attention_fused*),
+// and the fused path's autograd node (backward beside forward, as every op here).
+#include "attn/ops/attention.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "attn/autograd/grad_mode.h"
+#include "attn/autograd/node.h"
+#include "attn/core/parallel.h"
+#include "../backend/cpu/attention_fused.h"
+#include "../backend/reference/attention_reference.h"
+
+namespace attn {
+
+namespace {
+
+constexpr const char* kOp = "scaled_dot_product_attention";
+
+void validate(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, const SdpaOptions& o) {
+  ATTN_CHECK(q.defined() && k.defined() && v.defined(), kOp, ": expected q, k and v, got an undefined tensor");
+  ATTN_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, kOp,
+             ": expected 4-d q, k, v of shapes (B, NH, T, HS), got ", q.shape(), ", ", k.shape(), ", ", v.shape());
+  ATTN_CHECK(q.dtype() == k.dtype() && q.dtype() == v.dtype(), kOp, ": q, k, v dtypes differ (",
+             dtype_name(q.dtype()), ", ", dtype_name(k.dtype()), ", ", dtype_name(v.dtype()), ")");
+  ATTN_CHECK(q.dtype() == DType::f32 || q.dtype() == DType::f64, kOp, ": expected f32 or f64 q, k, v, got ",
+             dtype_name(q.dtype()));
+  ATTN_CHECK(q.size(0) == k.size(0) && q.size(0) == v.size(0) && q.size(1) == k.size(1) && q.size(1) == v.size(1),
+             kOp, ": expected q, k, v with the same batch and head dims (B, NH), got ", q.shape(), ", ", k.shape(),
+             ", ", v.shape());
+  ATTN_CHECK(q.size(3) == k.size(3), kOp, ": expected k of head size ", q.size(3), " (as q), got shape ", k.shape());
+  ATTN_CHECK(k.size(2) == v.size(2), kOp, ": expected v with as many keys as k (", k.size(2), "), got shape ",
+             v.shape());
+  if (mask.defined()) {
+    ATTN_CHECK(mask.dtype() == DType::u8 || mask.dtype() == q.dtype(), kOp, ": expected a u8 (boolean) or ",
+               dtype_name(q.dtype()), " (additive) mask, got ", dtype_name(mask.dtype()));
+    const Shape target = {q.size(0), q.size(1), q.size(2), k.size(2)};
+    bool ok = mask.dim() <= 4;
+    for (int64_t d = 1; ok && d <= mask.dim(); ++d) {
+      const int64_t m = mask.shape()[size_t(mask.dim() - d)], t = target[size_t(4 - d)];
+      ok = m == t || m == 1;
+    }
+    ATTN_CHECK(ok, kOp, ": mask of shape ", mask.shape(), " is not broadcastable to ", target);
+  }
+  ATTN_CHECK(o.dropout_p >= 0.0 && o.dropout_p <= 1.0, kOp, ": dropout_p must be in [0, 1], got ", o.dropout_p);
+}
+
+// q, k, v as the kernels read them: any strides over (B, NH, T), unit stride along the head dim.
+Tensor unit_last(const Tensor& t) { return t.stride(3) == 1 || t.size(3) <= 1 ? t : t.contiguous(); }
+
+// Everything the fused kernels need besides the data pointers.
+struct FusedSetup {
+  kernels::AttnGeometry g;
+  kernels::AttnDropout d;
+  Tensor q, k, v, mask;   // detached; mask expanded to (B, NH, Tq, Tk) as a view (stride 0 where broadcast)
+
+  kernels::AttnMask mask_args() const {
+    kernels::AttnMask m;
+    if (!mask.defined()) return m;
+    if (mask.dtype() == DType::u8) m.b = mask.data<uint8_t>();
+    else m.f = mask.data<float>();
+    m.sb = mask.stride(0); m.sh = mask.stride(1); m.si = mask.stride(2); m.sj = mask.stride(3);
+    return m;
+  }
+};
+
+// Runs fn(item, scratch) for every item, items dealt round-robin to the threads (causal tiles are
+// uneven; each item writes its own outputs, so the result does not depend on the assignment).
+template <class F>
+void run_items(int64_t items, int64_t scratch_floats, F&& fn) {
+  if (items <= 0) return;
+  const int64_t nt = std::min<int64_t>(get_num_threads(), items);
+  parallel_for(0, nt, 1, [&](int64_t s0, int64_t s1) {
+    Tensor scratch = Tensor::empty({scratch_floats});
+    float* ps = scratch.data<float>();
+    for (int64_t s = s0; s < s1; ++s)
+      for (int64_t it = s; it < items; it += nt) fn(it, ps);
+  });
+}
+
+struct SdpaFusedNode : autograd::Node {
+  FusedSetup st;
+  Tensor out, lse;   // lse: (2, B, NH, Tq), row max and log-sum
+  const char* name() const override { return "scaled_dot_product_attention"; }
+
+  std::vector<Tensor> backward(const Tensor& dout_in) override {
+    const kernels::AttnGeometry& g = st.g;
+    ATTN_CHECK(dout_in.dtype() == DType::f32, kOp, ": expected a f32 gradient, got ", dtype_name(dout_in.dtype()));
+    Tensor dout = dout_in.contiguous();
+    const int64_t BH = g.B * g.NH, HSp = kernels::attn_pad(g.HS);
+    // delta_i = rowsum(dO_i ∘ O_i)
+    Tensor delta = Tensor::empty({g.B, g.NH, g.Tq});
+    {
+      const float* po = out.data<float>();
+      const float* pg = dout.data<float>();
+      float* pd = delta.data<float>();
+      parallel_for(0, BH * g.Tq, 256, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          float s = 0.f;
+          for (int64_t d = 0; d < g.HSv; ++d) s += po[r * g.HSv + d] * pg[r * g.HSv + d];
+          pd[r] = s;
+        }
+      });
+    }
+    // Key-block groups per (b, h): enough items for the threads, each group a partial dq.
+    const int64_t nkb = kernels::attn_k_blocks(g);
+    const int64_t groups =
+        std::max<int64_t>(1, std::min<int64_t>(nkb, (2 * get_num_threads() + BH - 1) / std::max<int64_t>(BH, 1)));
+    Tensor dq_part = Tensor::empty({BH * groups * g.Tq * HSp});
+    Tensor dq = Tensor::empty({g.B, g.NH, g.Tq, g.HS});
+    Tensor dk = Tensor::empty({g.B, g.NH, g.Tk, g.HS});
+    Tensor dv = Tensor::empty({g.B, g.NH, g.Tk, g.HSv});
+    kernels::AttnBwdArgs a;
+    a.g = g;
+    a.m = st.mask_args();
+    a.d = st.d;
+    a.q = st.q.data<float>(); a.k = st.k.data<float>(); a.v = st.v.data<float>();
+    a.dout = dout.data<float>();
+    a.rowmax = lse.data<float>();
+    a.logsum = a.rowmax + BH * g.Tq;
+    a.delta = delta.data<float>();
+    a.groups = groups;
+    a.dq_part = dq_part.data<float>();
+    a.dk = dk.data<float>();
+    a.dv = dv.data<float>();
+    const auto& kern = kernels::attention_kernels();
+    run_items(kernels::attention_bwd_items(g, groups), kernels::attention_bwd_scratch(g),
+              [&](int64_t it, float* scratch) { kern.bwd(a, it, it + 1, scratch); });
+    // dq = scale * sum over groups, in group order.
+    const float* pp = dq_part.data<float>();
+    float* pq = dq.data<float>();
+    parallel_for(0, BH * g.Tq, 64, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t bh = r / g.Tq, i = r % g.Tq;
+        for (int64_t d = 0; d < g.HS; ++d) {
+          float s = 0.f;
+          for (int64_t grp = 0; grp < groups; ++grp) s += pp[((bh * groups + grp) * g.Tq + i) * HSp + d];
+          pq[r * g.HS + d] = s * g.scale;
+        }
+      }
+    });
+    return {dq, dk, dv};
+  }
+  void release() override {
+    st.q = Tensor(); st.k = Tensor(); st.v = Tensor(); st.mask = Tensor();
+    out = Tensor(); lse = Tensor();
+  }
+};
+
+SdpaResult sdpa_fused(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Tensor& mask, double scale,
+                      bool causal, int64_t shift, double p, Generator* gen) {
+  FusedSetup st;
+  st.q = unit_last(q_in.detach());
+  st.k = unit_last(k_in.detach());
+  st.v = unit_last(v_in.detach());
+  kernels::AttnGeometry& g = st.g;
+  g.B = q_in.size(0); g.NH = q_in.size(1); g.Tq = q_in.size(2); g.Tk = k_in.size(2);
+  g.HS = q_in.size(3); g.HSv = v_in.size(3);
+  g.q_sb = st.q.stride(0); g.q_sh = st.q.stride(1); g.q_st = st.q.stride(2);
+  g.k_sb = st.k.stride(0); g.k_sh = st.k.stride(1); g.k_st = st.k.stride(2);
+  g.v_sb = st.v.stride(0); g.v_sh = st.v.stride(1); g.v_st = st.v.stride(2);
+  g.scale = float(scale);
+  g.causal = causal;
+  g.shift = shift;
+  if (mask.defined()) st.mask = mask.detach().expand({g.B, g.NH, g.Tq, g.Tk});
+  if (p > 0) {
+    Generator& gr = gen ? *gen : default_generator();
+    st.d.on = true;
+    st.d.seed = gr.seed();
+    st.d.offset = gr.reserve(uint64_t(g.B * g.NH * g.Tq * g.Tk));
+    // philox_uniform = (word >> 8) / 2^24 >= p  <=>  (word >> 8) >= ceil(p * 2^24), as attn::dropout.
+    st.d.threshold = uint32_t(std::ceil(p * 16777216.0));
+    st.d.scale = p >= 1 ? 0.f : 1.f / float(1.0 - p);
+  }
+  Tensor out = Tensor::empty({g.B, g.NH, g.Tq, g.HSv});
+  Tensor lse = Tensor::empty({2, g.B, g.NH, g.Tq});   // row max, log-sum (see attention_fused.h)
+  kernels::AttnFwdArgs a;
+  a.g = g;
+  a.m = st.mask_args();
+  a.d = st.d;
+  a.q = st.q.data<float>(); a.k = st.k.data<float>(); a.v = st.v.data<float>();
+  a.out = out.data<float>();
+  a.rowmax = lse.data<float>();
+  a.logsum = a.rowmax + g.B * g.NH * g.Tq;
+  const auto& kern = kernels::attention_kernels();
+  run_items(kernels::attention_fwd_items(g), kernels::attention_fwd_scratch(g),
+            [&](int64_t it, float* scratch) { kern.fwd(a, it, it + 1, scratch); });
+  if (autograd::needs_grad({q_in, k_in, v_in})) {
+    auto n = std::make_shared<SdpaFusedNode>();
+    n->st = st;
+    n->out = out.detach();
+    n->lse = lse;
+    autograd::attach(out, n, {q_in, k_in, v_in});
+  }
+  return {out, Tensor()};
+}
+
+// The automatic choice for f32 when both paths apply. Measured with
+// `attention_bench --crossover` (B = 1, NH = 12, square T, 2 threads) on the 2-core AVX2 EPYC this
+// was written on — a machine shared with other builds, so single numbers carry ±30 % noise:
+//   HS 32, 64:  fused faster at every T tried, 8 .. 4096: forward naive/fused 1.2-3.2x (T = 197:
+//               1.7x, 1024: 2.5x, 4096: 2.4x), forward+backward 1.0-2.6x (T = 1024: 1.95x).
+//   HS 128:     naive ahead for small problems (T = 64: forward 0.55 vs 0.60-0.77 ms, its oneDNN GEMMs
+//               use the long head dim better than the fused 4x24 micro-kernel), about even at
+//               T = 128-256 (0.9-1.1x), fused ahead from T = 512 (1.3x, and O(T) memory).
+// Rule: naive when HS > 96 and Tq * Tk <= 128 * 128 (its score matrix is small there anyway);
+// fused otherwise.
+bool prefer_fused(int64_t Tq, int64_t Tk, int64_t HS) { return !(HS > 96 && Tq * Tk <= 128 * 128); }
+
+}  // namespace
+
+SdpaResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                                        const SdpaOptions& opts) {
+  validate(q, k, v, mask, opts);
+  const int64_t Tq = q.size(2), Tk = k.size(2), HS = q.size(3);
+  const double scale = std::isnan(opts.scale) ? 1.0 / std::sqrt(double(HS)) : opts.scale;
+  const bool causal = opts.causal;
+  const int64_t shift = causal && opts.causal_align == CausalAlign::bottom_right ? Tk - Tq : 0;
+  const bool mask_grad = mask.defined() && mask.dtype() != DType::u8 && autograd::needs_grad({mask});
+
+  bool fused;
+  switch (opts.impl) {
+    case SdpaImpl::naive: fused = false; break;
+    case SdpaImpl::fused:   // unless need_weights, which forces naive
+      fused = !opts.need_weights;
+      ATTN_CHECK(!fused || q.dtype() == DType::f32, kOp, ": the fused kernel is f32 only, got ",
+                 dtype_name(q.dtype()), " (use SdpaImpl::naive)");
+      ATTN_CHECK(!fused || !mask_grad, kOp, ": the fused kernel does not differentiate the additive mask "
+                 "(detach it or use SdpaImpl::naive)");
+      break;
+    default:
+      fused = q.dtype() == DType::f32 && !opts.need_weights && !mask_grad && prefer_fused(Tq, Tk, HS);
+  }
+  if (fused) return sdpa_fused(q, k, v, mask, scale, causal, shift, opts.dropout_p, opts.generator);
+  reference::SdpaNaiveConfig c;
+  c.scale = scale;
+  c.causal = causal;
+  c.shift = shift;
+  c.dropout_p = opts.dropout_p;
+  c.generator = opts.generator;
+  c.need_weights = opts.need_weights;
+  return reference::sdpa_naive(q, k, v, mask, c);
+}
+
+}  // namespace attn
