@@ -1,8 +1,12 @@
+// Unary elementwise kernels, forward and backward. GELU (both forms) in f32 runs the vectorised
+// row kernels (vec_dispatch.h: AVX-512 / AVX2 / scalar, polynomial erf/exp, ~1e-7 relative);
+// everything else, and f64 GELU (exact, libm), runs the loops below.
 #include "unary.h"
 
 #include <cmath>
 
 #include "attn/core/parallel.h"
+#include "vec_dispatch.h"
 
 namespace attn::kernels {
 
@@ -117,9 +121,22 @@ inline T bwd(Unary k, T g, T x, T y, T p0, T p1) {
 
 }  // namespace
 
+namespace {
+constexpr int64_t kGeluGrain = 16384;
+bool is_gelu(Unary k) { return k == Unary::gelu || k == Unary::gelu_tanh; }
+}  // namespace
+
 Tensor unary_forward(Unary k, const Tensor& a_in, double p0, double p1) {
   Tensor a = a_in.contiguous();
   Tensor out = Tensor::empty(a.shape(), a.dtype());
+  if (is_gelu(k) && a.dtype() == DType::f32) {
+    const float* x = a.data<float>();
+    float* o = out.data<float>();
+    const auto& rk = row_kernels();
+    const bool tanh = k == Unary::gelu_tanh;
+    parallel_for(0, a.numel(), kGeluGrain, [&](int64_t b, int64_t e) { rk.gelu_fwd(x + b, nullptr, o + b, 1, e - b, tanh); });
+    return out;
+  }
   if (!is_floating(a.dtype()) && (k == Unary::add_scalar || k == Unary::mul_scalar ||
                                   k == Unary::neg || k == Unary::abs || k == Unary::relu)) {
     ATTN_DISPATCH_ALL(a.dtype(), unary_name(k), [&] {
@@ -146,6 +163,17 @@ Tensor unary_backward(Unary k, const Tensor& dout_in, const Tensor& x_in, const 
   Tensor x = x_in.defined() ? x_in.contiguous() : Tensor();
   Tensor y = y_in.defined() ? y_in.contiguous() : Tensor();
   Tensor out = Tensor::empty(g.shape(), g.dtype());
+  if (is_gelu(k) && g.dtype() == DType::f32 && x.dtype() == DType::f32) {
+    const float* pg = g.data<float>();
+    const float* px = x.data<float>();
+    float* o = out.data<float>();
+    const auto& rk = row_kernels();
+    const bool tanh = k == Unary::gelu_tanh;
+    parallel_for(0, g.numel(), kGeluGrain, [&](int64_t b, int64_t e) {
+      rk.gelu_bwd(pg + b, px + b, nullptr, o + b, nullptr, 1, e - b, tanh);
+    });
+    return out;
+  }
   ATTN_DISPATCH_FLOAT(g.dtype(), unary_name(k), [&] {
     const T* pg = g.data<T>();
     const T* px = x.defined() ? x.data<T>() : nullptr;

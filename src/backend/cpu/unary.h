@@ -1,5 +1,8 @@
 // Unary elementwise kernels (forward and backward), f32 and f64. The loops are written so the
-// compiler vectorises them; transcendental ones call libm per element.
+// compiler vectorises them; transcendental ones call libm per element, except GELU (exact and
+// tanh forms) in f32, which runs the vectorised kernels of vec_dispatch.h.
+//
+//   Tensor y = attn::kernels::unary_forward(Unary::gelu, x, 0, 0);
 #pragma once
 #include "attn/core/tensor.h"
 

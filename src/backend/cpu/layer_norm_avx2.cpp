@@ -1,0 +1,20 @@
+// Layer norm (and residual add + layer norm) row kernels, avx2 path (see vec_dispatch.h,
+// vec_kernels.h).
+#define ATTN_KERNEL_TU
+#include "vec_dispatch.h"
+#include "vec_avx2.h"
+#include "vec_kernels.h"
+
+namespace attn::kernels::avx2 {
+
+void layer_norm_fwd(const float* x, const float* r, const float* w, const float* b, float* s, float* y,
+                    float* mean, float* rstd, int64_t rows, int64_t C, float eps) {
+  RowOps<VecAvx2>::layer_norm_fwd(x, r, w, b, s, y, mean, rstd, rows, C, eps);
+}
+
+void layer_norm_bwd(const float* dy, const float* x, const float* mean, const float* rstd, const float* w,
+                    float* dx, float* dw_acc, float* db_acc, int64_t rows, int64_t C) {
+  RowOps<VecAvx2>::layer_norm_bwd(dy, x, mean, rstd, w, dx, dw_acc, db_acc, rows, C);
+}
+
+}  // namespace attn::kernels::avx2

@@ -1,0 +1,168 @@
+// Layer norm, and the fused residual add + layer norm (declared in attn/ops/fused.h), with their
+// backward passes. f32 runs the vectorised row kernels (backend/cpu/vec_dispatch.h): one pass
+// forward saving mean and rstd per row, one pass backward giving dx and the per-block partial
+// sums of dweight and dbias. f64 runs the reference kernels (backend/reference/norm_reference.h).
+#include "attn/ops/norm.h"
+
+#include "attn/autograd/grad_mode.h"
+#include "attn/autograd/node.h"
+#include "attn/ops/fused.h"
+#include "../backend/cpu/vec_dispatch.h"
+#include "../backend/reference/norm_reference.h"
+
+namespace attn {
+
+namespace {
+
+int64_t row_grain(int64_t C) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(C, 1)); }
+
+void check_input(const char* op, const char* what, const Tensor& x) {
+  ATTN_CHECK(x.defined(), op, ": expected ", what, ", got an undefined tensor");
+  ATTN_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::f64, op, ": expected a f32 or f64 tensor, got ",
+             dtype_name(x.dtype()));
+  ATTN_CHECK(x.dim() >= 1, op, ": expected ", what, " with at least 1 dim, got shape ", x.shape());
+  ATTN_CHECK(x.size(-1) > 0, op, ": expected a non-empty last dim, got shape ", x.shape());
+}
+
+void check_affine(const char* op, const char* what, const Tensor& t, int64_t C, DType dt) {
+  if (!t.defined()) return;
+  ATTN_CHECK(t.dim() == 1 && t.size(0) == C, op, ": expected ", what, " of shape [", C, "], got ", t.shape());
+  ATTN_CHECK(t.dtype() == dt, op, ": expected ", what, " of dtype ", dtype_name(dt), ", got ",
+             dtype_name(t.dtype()));
+}
+
+// y = LN(x + r) (r undefined: LN(x)); s = x + r when r is defined. x, r contiguous.
+void ln_forward(const Tensor& x, const Tensor& r, const Tensor& w_in, const Tensor& b_in, double eps, Tensor& s,
+                Tensor& y, Tensor& mean, Tensor& rstd) {
+  const int64_t C = x.size(-1), rows = x.numel() / C;
+  y = Tensor::empty(x.shape(), x.dtype());
+  if (r.defined()) s = Tensor::empty(x.shape(), x.dtype());
+  mean = Tensor::empty({rows}, x.dtype());
+  rstd = Tensor::empty({rows}, x.dtype());
+  if (rows == 0) return;
+  if (x.dtype() == DType::f32) {
+    // The kernels always take weight and bias: ones / zeros stand in for missing ones.
+    const Tensor w = w_in.defined() ? w_in.contiguous() : Tensor::ones({C});
+    const Tensor b = b_in.defined() ? b_in.contiguous() : Tensor::zeros({C});
+    const float* px = x.data<float>();
+    const float* pr = r.defined() ? r.data<float>() : nullptr;
+    float* ps = r.defined() ? s.data<float>() : nullptr;
+    float* py = y.data<float>();
+    float* pm = mean.data<float>();
+    float* prs = rstd.data<float>();
+    const float* pw = w.data<float>();
+    const float* pb = b.data<float>();
+    const auto& k = kernels::row_kernels();
+    parallel_for(0, rows, row_grain(C), [&](int64_t r0, int64_t r1) {
+      const int64_t o = r0 * C;
+      k.layer_norm_fwd(px + o, pr ? pr + o : nullptr, pw, pb, ps ? ps + o : nullptr, py + o, pm + r0, prs + r0,
+                       r1 - r0, C, float(eps));
+    });
+    return;
+  }
+  const Tensor w = w_in.defined() ? w_in.contiguous() : Tensor();
+  const Tensor b = b_in.defined() ? b_in.contiguous() : Tensor();
+  ATTN_DISPATCH_FLOAT(x.dtype(), "layer_norm", [&] {
+    reference::layer_norm_forward<T>(x.data<T>(), r.defined() ? r.data<T>() : nullptr,
+                                     w.defined() ? w.data<T>() : nullptr, b.defined() ? b.data<T>() : nullptr,
+                                     r.defined() ? s.data<T>() : nullptr, y.data<T>(), mean.data<T>(),
+                                     rstd.data<T>(), rows, C, eps);
+  });
+}
+
+struct LayerNormNode : autograd::Node {
+  Tensor x, weight, mean, rstd;   // x: the normalised input (contiguous); weight may be undefined
+  bool has_bias = false;
+  const char* name() const override { return "layer_norm"; }
+  std::vector<Tensor> backward(const Tensor& dout_in) override {
+    ATTN_CHECK(dout_in.dtype() == x.dtype(), "layer_norm: expected a gradient of dtype ", dtype_name(x.dtype()),
+               ", got ", dtype_name(dout_in.dtype()));
+    const Tensor dout = dout_in.contiguous();
+    const int64_t C = x.size(-1), rows = x.numel() / C;
+    const bool want_w = weight.defined() && (next[1].fn || next[1].leaf);
+    const bool want_b = has_bias && (next[2].fn || next[2].leaf);
+    Tensor dx = Tensor::empty(x.shape(), x.dtype());
+    Tensor dwb;   // (2, C): dweight, dbias
+    if (want_w || want_b) dwb = Tensor::zeros({2, C}, x.dtype());
+    if (rows > 0 && x.dtype() == DType::f32) {
+      const Tensor w = weight.defined() ? weight.contiguous() : Tensor::ones({C});
+      const float* pg = dout.data<float>();
+      const float* px = x.data<float>();
+      const float* pm = mean.data<float>();
+      const float* prs = rstd.data<float>();
+      const float* pw = w.data<float>();
+      float* pd = dx.data<float>();
+      const auto& k = kernels::row_kernels();
+      kernels::blocked_rows(rows, 2 * C, row_grain(C), dwb.defined() ? dwb.data<float>() : nullptr,
+                            [&](int64_t r0, int64_t r1, float* acc) {
+                              const int64_t o = r0 * C;
+                              k.layer_norm_bwd(pg + o, px + o, pm + r0, prs + r0, pw, pd + o, acc,
+                                               acc ? acc + C : nullptr, r1 - r0, C);
+                            });
+    } else if (rows > 0) {
+      const Tensor w = weight.defined() ? weight.contiguous() : Tensor();
+      ATTN_DISPATCH_FLOAT(x.dtype(), "layer_norm", [&] {
+        T* pwb = dwb.defined() ? dwb.data<T>() : nullptr;
+        reference::layer_norm_backward<T>(dout.data<T>(), x.data<T>(), mean.data<T>(), rstd.data<T>(),
+                                          w.defined() ? w.data<T>() : nullptr, dx.data<T>(), pwb,
+                                          pwb ? pwb + C : nullptr, rows, C);
+      });
+    }
+    Tensor dw = want_w ? dwb.select(0, 0).contiguous() : Tensor();
+    Tensor db = want_b ? dwb.select(0, 1).contiguous() : Tensor();
+    return {dx, dw, db};
+  }
+  void release() override { x = Tensor(); weight = Tensor(); mean = Tensor(); rstd = Tensor(); }
+};
+
+// The residual add of add_layer_norm: s = x + residual, same shapes.
+struct ResidualAddNode : autograd::Node {
+  const char* name() const override { return "add_layer_norm"; }
+  std::vector<Tensor> backward(const Tensor& dout) override { return {dout, dout}; }
+};
+
+void attach_layer_norm(Tensor& y, const Tensor& input, const Tensor& saved_x, const Tensor& weight,
+                       const Tensor& bias, const Tensor& mean, const Tensor& rstd) {
+  if (!autograd::needs_grad({input, weight, bias})) return;
+  auto n = std::make_shared<LayerNormNode>();
+  n->x = saved_x.detach();
+  n->weight = weight.defined() ? weight.detach() : Tensor();
+  n->has_bias = bias.defined();
+  n->mean = mean;
+  n->rstd = rstd;
+  autograd::attach(y, n, {input, weight, bias});
+}
+
+}  // namespace
+
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  check_input("layer_norm", "an input", x);
+  const int64_t C = x.size(-1);
+  check_affine("layer_norm", "weight", weight, C, x.dtype());
+  check_affine("layer_norm", "bias", bias, C, x.dtype());
+  const Tensor xc = x.detach().contiguous();
+  Tensor s, y, mean, rstd;
+  ln_forward(xc, Tensor(), weight, bias, eps, s, y, mean, rstd);
+  attach_layer_norm(y, x, xc, weight, bias, mean, rstd);
+  return y;
+}
+
+std::pair<Tensor, Tensor> add_layer_norm(const Tensor& x, const Tensor& residual, const Tensor& weight,
+                                         const Tensor& bias, double eps) {
+  check_input("add_layer_norm", "an input", x);
+  ATTN_CHECK(residual.defined(), "add_layer_norm: expected a residual, got an undefined tensor");
+  ATTN_CHECK(residual.shape() == x.shape(), "add_layer_norm: expected residual of shape ", x.shape(), ", got ",
+             residual.shape());
+  ATTN_CHECK(residual.dtype() == x.dtype(), "add_layer_norm: expected residual of dtype ", dtype_name(x.dtype()),
+             ", got ", dtype_name(residual.dtype()));
+  const int64_t C = x.size(-1);
+  check_affine("add_layer_norm", "weight", weight, C, x.dtype());
+  check_affine("add_layer_norm", "bias", bias, C, x.dtype());
+  Tensor s, y, mean, rstd;
+  ln_forward(x.detach().contiguous(), residual.detach().contiguous(), weight, bias, eps, s, y, mean, rstd);
+  if (autograd::needs_grad({x, residual})) autograd::attach(s, std::make_shared<ResidualAddNode>(), {x, residual});
+  attach_layer_norm(y, s, s, weight, bias, mean, rstd);
+  return {s, y};
+}
+
+}  // namespace attn
