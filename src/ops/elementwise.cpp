@@ -236,6 +236,7 @@ Tensor unary(kernels::Unary k, const Tensor& a, double p0 = 0, double p1 = 0) {
 
 Tensor add(const Tensor& a, double s) { return unary(kernels::Unary::add_scalar, a, s); }
 Tensor mul(const Tensor& a, double s) { return unary(kernels::Unary::mul_scalar, a, s); }
+Tensor div(const Tensor& a, double s) { return unary(kernels::Unary::div_scalar, a, s); }
 Tensor pow(const Tensor& a, double e) { return unary(kernels::Unary::pow, a, e); }
 Tensor rsub(double s, const Tensor& a) { return unary(kernels::Unary::rsub_scalar, a, s); }
 Tensor rdiv(double s, const Tensor& a) { return unary(kernels::Unary::rdiv_scalar, a, s); }

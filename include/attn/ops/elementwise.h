@@ -20,6 +20,7 @@ Tensor minimum(const Tensor& a, const Tensor& b);
 
 Tensor add(const Tensor& a, double s);
 Tensor mul(const Tensor& a, double s);
+Tensor div(const Tensor& a, double s);                // a / s, rounded as a true division (as torch)
 Tensor pow(const Tensor& a, double exponent);
 Tensor rsub(double s, const Tensor& a);               // s - a
 Tensor rdiv(double s, const Tensor& a);               // s / a
@@ -53,7 +54,7 @@ inline Tensor operator-(const Tensor& a, double s) { return add(a, -s); }
 inline Tensor operator-(double s, const Tensor& a) { return rsub(s, a); }
 inline Tensor operator*(const Tensor& a, double s) { return mul(a, s); }
 inline Tensor operator*(double s, const Tensor& a) { return mul(a, s); }
-inline Tensor operator/(const Tensor& a, double s) { return mul(a, 1.0 / s); }
+inline Tensor operator/(const Tensor& a, double s) { return div(a, s); }
 inline Tensor operator/(double s, const Tensor& a) { return rdiv(s, a); }
 
 // In place, no autograd (optimizer updates): a += alpha * b, a *= s.

@@ -4,6 +4,7 @@
 #include "unary.h"
 
 #include <cmath>
+#include <type_traits>
 
 #include "attn/core/parallel.h"
 #include "vec_dispatch.h"
@@ -14,6 +15,7 @@ const char* unary_name(Unary k) {
   switch (k) {
     case Unary::add_scalar: return "add_scalar";
     case Unary::mul_scalar: return "mul_scalar";
+    case Unary::div_scalar: return "div_scalar";
     case Unary::rsub_scalar: return "rsub_scalar";
     case Unary::rdiv_scalar: return "rdiv_scalar";
     case Unary::pow: return "pow";
@@ -63,6 +65,7 @@ inline T fwd(Unary k, T x, T p0, T p1) {
   switch (k) {
     case Unary::add_scalar: return x + p0;
     case Unary::mul_scalar: return x * p0;
+    case Unary::div_scalar: return x / p0;
     case Unary::rsub_scalar: return p0 - x;
     case Unary::rdiv_scalar: return p0 / x;
     case Unary::pow: return p0 == T(2) ? x * x : std::pow(x, p0);
@@ -90,6 +93,7 @@ inline T bwd(Unary k, T g, T x, T y, T p0, T p1) {
   switch (k) {
     case Unary::add_scalar: return g;
     case Unary::mul_scalar: return g * p0;
+    case Unary::div_scalar: return g / p0;
     case Unary::rsub_scalar: return -g;
     case Unary::rdiv_scalar: return -g * p0 / (x * x);
     case Unary::pow: return p0 == T(0) ? T(0) : g * p0 * std::pow(x, p0 - T(1));
@@ -124,6 +128,23 @@ inline T bwd(Unary k, T g, T x, T y, T p0, T p1) {
 namespace {
 constexpr int64_t kGeluGrain = 16384;
 bool is_gelu(Unary k) { return k == Unary::gelu || k == Unary::gelu_tanh; }
+// Calls f(std::integral_constant<Unary, k>{}): the kind becomes a compile-time constant inside
+// f's loop, so the switch in fwd/bwd folds away and simple kinds (relu, scalar arithmetic)
+// vectorise.
+template <class F>
+void with_kind(Unary k, F&& f) {
+  switch (k) {
+#define ATTN_UNARY_CASE(K) \
+  case Unary::K: f(std::integral_constant<Unary, Unary::K>{}); return;
+    ATTN_UNARY_CASE(add_scalar) ATTN_UNARY_CASE(mul_scalar) ATTN_UNARY_CASE(div_scalar)
+    ATTN_UNARY_CASE(rsub_scalar) ATTN_UNARY_CASE(rdiv_scalar) ATTN_UNARY_CASE(pow) ATTN_UNARY_CASE(neg)
+    ATTN_UNARY_CASE(exp) ATTN_UNARY_CASE(log) ATTN_UNARY_CASE(sqrt) ATTN_UNARY_CASE(rsqrt)
+    ATTN_UNARY_CASE(abs) ATTN_UNARY_CASE(tanh) ATTN_UNARY_CASE(sigmoid) ATTN_UNARY_CASE(relu)
+    ATTN_UNARY_CASE(gelu) ATTN_UNARY_CASE(gelu_tanh) ATTN_UNARY_CASE(clamp)
+#undef ATTN_UNARY_CASE
+  }
+}
+
 }  // namespace
 
 Tensor unary_forward(Unary k, const Tensor& a_in, double p0, double p1) {
@@ -151,7 +172,9 @@ Tensor unary_forward(Unary k, const Tensor& a_in, double p0, double p1) {
     T* o = out.data<T>();
     const T q0 = T(p0), q1 = T(p1);
     parallel_for(0, a.numel(), 16384, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) o[i] = fwd<T>(k, x[i], q0, q1);
+      with_kind(k, [&](auto kc) {
+        for (int64_t i = b; i < e; ++i) o[i] = fwd<T>(kc.value, x[i], q0, q1);
+      });
     });
   });
   return out;
@@ -181,8 +204,18 @@ Tensor unary_backward(Unary k, const Tensor& dout_in, const Tensor& x_in, const 
     T* o = out.data<T>();
     const T q0 = T(p0), q1 = T(p1);
     parallel_for(0, g.numel(), 16384, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i)
-        o[i] = bwd<T>(k, pg[i], px ? px[i] : T(0), py ? py[i] : T(0), q0, q1);
+      with_kind(k, [&](auto kc) {
+        constexpr Unary K = decltype(kc)::value;
+        if (px && py) {
+          for (int64_t i = b; i < e; ++i) o[i] = bwd<T>(K, pg[i], px[i], py[i], q0, q1);
+        } else if (px) {
+          for (int64_t i = b; i < e; ++i) o[i] = bwd<T>(K, pg[i], px[i], T(0), q0, q1);
+        } else if (py) {
+          for (int64_t i = b; i < e; ++i) o[i] = bwd<T>(K, pg[i], T(0), py[i], q0, q1);
+        } else {
+          for (int64_t i = b; i < e; ++i) o[i] = bwd<T>(K, pg[i], T(0), T(0), q0, q1);
+        }
+      });
     });
   });
   return out;

@@ -9,7 +9,7 @@
 namespace attn::kernels {
 
 enum class Unary {
-  add_scalar, mul_scalar, rsub_scalar, rdiv_scalar, pow, neg, exp, log, sqrt, rsqrt, abs, tanh,
+  add_scalar, mul_scalar, div_scalar, rsub_scalar, rdiv_scalar, pow, neg, exp, log, sqrt, rsqrt, abs, tanh,
   sigmoid, relu, gelu, gelu_tanh, clamp
 };
 
