@@ -1,0 +1,21 @@
+// Dropout, counter-based: element i of x (row-major) is kept iff
+// philox_uniform(seed, offset, i) >= p, where (seed, offset) = (g.seed(), g.reserve(numel)).
+// Kept elements are scaled by 1/(1-p). The mask depends only on the generator state, never on the
+// thread count, and backward reuses it (it keeps (seed, offset), not the mask).
+//
+//   attn::Generator g(0);
+//   Tensor y = attn::dropout(x, 0.1, /*training=*/true, g);
+//   Tensor z = attn::dropout(x, 0.1, model_training);        // the default generator
+//
+// Identity (x itself) when !training or p == 0; p == 1 gives x * 0 (zeros for finite x). As
+// PyTorch, the output is x * (keep ? 1/(1-p) : 0), so a dropped NaN or inf gives NaN.
+#pragma once
+#include "attn/core/rng.h"
+#include "attn/core/tensor.h"
+
+namespace attn {
+
+Tensor dropout(const Tensor& x, double p, bool training, Generator& g);
+Tensor dropout(const Tensor& x, double p, bool training);   // default_generator()
+
+}  // namespace attn

@@ -1,0 +1,24 @@
+// Internal: dropout's mask-and-scale kernels, scalar and AVX2 (src/ops/dropout_avx2.cpp).
+//
+//   y[i] = x[i] * (keep_i ? scale : 0),  keep_i = (philox word of element i) >> 8 >= threshold
+//
+// for elements [i0, i1) of one stream (seed, offset), i0 a multiple of 4. The word of element i is
+// word i % 4 of philox4x32(seed, offset + i / 4), as philox_uniform, whose value is
+// (word >> 8) / 2^24: so keep_i == (philox_uniform(seed, offset, i) >= p) for
+// threshold = ceil(p * 2^24).
+#pragma once
+#include <cstdint>
+
+namespace attn::kernels {
+
+struct DropoutStream {
+  uint64_t seed = 0, offset = 0;
+  uint32_t threshold = 0;
+};
+
+void dropout_scalar(const float* x, float* y, int64_t i0, int64_t i1, const DropoutStream& s, float scale);
+void dropout_scalar(const double* x, double* y, int64_t i0, int64_t i1, const DropoutStream& s, double scale);
+void dropout_avx2(const float* x, float* y, int64_t i0, int64_t i1, const DropoutStream& s, float scale);
+void dropout_avx2(const double* x, double* y, int64_t i0, int64_t i1, const DropoutStream& s, double scale);
+
+}  // namespace attn::kernels
