@@ -7,7 +7,7 @@ pkgs=(g++ cmake ninja-build libdnnl-dev nlohmann-json3-dev libcli11-dev zlib1g-d
 if [[ "${1:-}" == "--test" ]]; then
   # libopenblas0-pthread: without it Debian's torch falls back to the reference BLAS (~1 GFLOP/s), which
   # would make every PyTorch peer in bench/ meaninglessly slow.
-  pkgs+=(libgtest-dev libgmock-dev libbenchmark-dev python3-torch python3-torchvision python3-numpy libopenblas0-pthread
+  pkgs+=(libgtest-dev libgmock-dev libbenchmark-dev python3-torch python3-torchvision python3-numpy python3-pil libopenblas0-pthread
          clang-14 libclang-rt-14-dev libomp-14-dev)
 fi
 missing=()

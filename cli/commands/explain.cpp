@@ -1,0 +1,71 @@
+// attn explain CKPT IMAGE --out map.png: where a Vision Transformer looks. Writes a side-by-side
+// PNG: the image | attention rollout over it | the last layer's class-token attention over it,
+// and prints the predicted class.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "attn/attn.h"
+#include "attn/data/image.h"
+#include "attn/train/classifier.h"
+#include "attn/train/explain.h"
+#include "../commands.h"
+
+namespace attn::cli {
+
+void add_explain(CLI::App& app) {
+  auto* c = app.add_subcommand("explain", "attention rollout of a ViT/DeiT checkpoint drawn over an image");
+  struct Opts {
+    std::string ckpt, image, out = "attention.png", fusion = "mean";
+    int64_t size = 224;
+    double alpha = 0.5;
+    bool json = false;
+    int threads = 0;
+  };
+  auto o = std::make_shared<Opts>();
+  c->add_option("checkpoint", o->ckpt, "an attn ViT/DeiT checkpoint (.safetensors)")->required();
+  c->add_option("image", o->image, "a PNG or JPEG file")->required();
+  c->add_option("--out", o->out, "the PNG to write")->capture_default_str();
+  c->add_option("--head-fusion", o->fusion, "mean | max | min over heads")->capture_default_str();
+  c->add_option("--size", o->size, "minimum panel side in pixels (integer upscaling)")->capture_default_str();
+  c->add_option("--alpha", o->alpha, "heat-map opacity")->capture_default_str();
+  c->add_flag("--json", o->json, "print one JSON object");
+  c->add_option("--threads", o->threads);
+  c->callback([o] {
+    apply_threads(o->threads);
+    const train::HeadFusion fusion = train::parse_head_fusion(o->fusion);
+    const train::CheckpointInputs in = train::checkpoint_inputs(o->ckpt);
+    auto model = train::load_classifier(o->ckpt);
+    auto* vit = dynamic_cast<models::VisionTransformer*>(model.get());
+    ATTN_CHECK(vit != nullptr, "explain: the model of '", o->ckpt, "' (", model->config().value("model", "?"),
+               ") is not a Vision Transformer: attention rollout needs attention maps");
+    model->eval();
+    train::PreparedImage p = train::prepare_image(o->image, in.image_size, in.channels, in.mean, in.std);
+    train::Explanation e = train::explain(*vit, p, fusion, o->size, o->alpha);
+    std::vector<double> logits;
+    {
+      NoGradGuard ng;
+      logits = model->forward(p.input).to_vector<double>();
+    }
+    const size_t best = size_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    const double mx = logits[best];
+    double z = 0;
+    for (double l : logits) z += std::exp(l - mx);
+    const std::string name = best < in.class_names.size() ? in.class_names[best] : "class " + std::to_string(best);
+    data::write_png(o->out, e.panel);
+    if (o->json) {
+      std::printf("%s\n", nlohmann::json({{"image", o->image}, {"out", o->out}, {"class", best}, {"name", name},
+                                          {"probability", 1.0 / z}, {"rollout", e.rollout.to_vector<float>()},
+                                          {"last_layer", e.last_cls.to_vector<float>()},
+                                          {"grid", e.rollout.size(0)}})
+                              .dump()
+                              .c_str());
+    } else {
+      std::printf("%s: %s (%.2f%%); wrote %s (image | rollout | last-layer CLS attention, %lld x %lld)\n",
+                  o->image.c_str(), name.c_str(), 100.0 / z, o->out.c_str(), (long long)e.panel.size(1),
+                  (long long)e.panel.size(0));
+    }
+  });
+}
+
+}  // namespace attn::cli
