@@ -9,6 +9,9 @@ void add_train(CLI::App& app);
 void add_eval(CLI::App& app);
 void add_info(CLI::App& app);
 void add_demo(CLI::App& app);
+void add_predict(CLI::App& app);
+void add_explain(CLI::App& app);
+void add_convert(CLI::App& app);
 
 
 // Applies --threads (0 = ATTN_NUM_THREADS or all cores).

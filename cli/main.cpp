@@ -16,6 +16,9 @@ int main(int argc, char** argv) {
   attn::cli::add_train(app);
   attn::cli::add_eval(app);
   attn::cli::add_info(app);
+  attn::cli::add_predict(app);
+  attn::cli::add_explain(app);
+  attn::cli::add_convert(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

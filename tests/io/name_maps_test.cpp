@@ -1,0 +1,362 @@
+// Foreign ViT / DeiT weights: torchvision, timm and Hugging Face layouts loaded into attn's ViT give
+// PyTorch's logits (max |d| <= 1e-4 max(1, max |logit|)), strict-load errors, layout detection,
+// timm's quirks, position-embedding resampling on load, the converted checkpoint round trip, and
+// tools/pth_to_safetensors.py (dtypes kept, aliases de-duplicated).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "attn/attn.h"
+#include "attn/autograd/grad_mode.h"
+#include "attn/io/checkpoint.h"
+#include "attn/io/name_maps.h"
+#include "attn/io/pos_resample.h"
+#include "attn/train/classifier.h"
+#include "torch_ref.h"
+
+using namespace attn;
+using nlohmann::json;
+
+namespace {
+
+std::string tmp_path(const std::string& name) {
+  return "/tmp/attn_name_maps_test_" + std::to_string(::getpid()) + "_" + name;
+}
+
+io::SafetensorsFile parse_file(const Tensor& bytes) {
+  return io::parse_safetensors(bytes.data<uint8_t>(), size_t(bytes.numel()), "<torch>");
+}
+
+json parse_json(const Tensor& bytes) {
+  const auto* p = bytes.data<uint8_t>();
+  return json::parse(std::string(reinterpret_cast<const char*>(p), size_t(bytes.numel())));
+}
+
+Tensor images(int64_t b, int64_t c, int64_t hw, uint64_t seed) {
+  manual_seed(seed);
+  return Tensor::randn({b, c, hw, hw});
+}
+
+// The acceptance bound of issue 5: max |a - b| <= 1e-4 * max(1, max |b|).
+::testing::AssertionResult logits_close(const Tensor& mine, const Tensor& ref) {
+  if (mine.shape() != ref.shape())
+    return ::testing::AssertionFailure() << "shapes " << shape_str(mine.shape()) << " vs " << shape_str(ref.shape());
+  const auto a = mine.to_vector<double>(), b = ref.to_vector<double>();
+  double d = 0, m = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i])) return ::testing::AssertionFailure() << "non-finite logit at " << i;
+    d = std::max(d, std::abs(a[i] - b[i]));
+    m = std::max(m, std::abs(b[i]));
+  }
+  const double bound = 1e-4 * std::max(1.0, m);
+  std::printf("  logits: max |d| %.3g (bound %.3g, max |logit| %.3g)\n", d, bound, m);
+  if (d <= bound) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "max |d| " << d << " > " << bound;
+}
+
+Tensor run(models::VisionTransformer& m, const Tensor& x) {
+  NoGradGuard ng;
+  m.eval();
+  return m.forward(x);
+}
+
+// The small torchvision config of the per-commit test (vit_b_16 itself: see the benchmark note).
+const json kTvArgs = {{"seed", 0}, {"image_size", 32}, {"patch_size", 8}, {"num_layers", 2}, {"num_heads", 4},
+                      {"hidden_dim", 64}, {"mlp_dim", 128}, {"num_classes", 10}};
+const json kTvModel = {{"image_size", 32}, {"patch_size", 8}, {"in_channels", 3}, {"num_classes", 10},
+                       {"dim", 64}, {"depth", 2}, {"heads", 4}, {"mlp_ratio", 2.0}};
+
+// DeiT-Ti's width (dim 192, 3 heads, MLP 768) with 2 blocks on 32x32 images (fast).
+json deit_args(const std::string& layout, bool distilled = true) {
+  return {{"seed", 1}, {"layout", layout}, {"image_size", 32}, {"patch_size", 8}, {"in_channels", 3},
+          {"num_classes", 10}, {"dim", 192}, {"depth", 2}, {"heads", 3}, {"mlp_dim", 768},
+          {"eps", layout == "hf" ? 1e-12 : 1e-6}, {"distilled", distilled}};
+}
+const json kDeitModel = {{"image_size", 32}, {"patch_size", 8}, {"depth", 2}, {"num_classes", 10}};
+
+io::ForeignVitOptions tv_options() {
+  io::ForeignVitOptions o;
+  o.model = "vit";
+  o.overrides = kTvModel;
+  return o;
+}
+
+io::ForeignVitOptions deit_options() {
+  io::ForeignVitOptions o;
+  o.model = "deit_tiny_distilled_patch16_224";
+  o.overrides = kDeitModel;
+  return o;
+}
+
+io::TensorList without(io::TensorList sd, const std::string& key) {
+  sd.erase(std::remove_if(sd.begin(), sd.end(), [&](const auto& kv) { return kv.first == key; }), sd.end());
+  return sd;
+}
+
+Tensor& find(io::TensorList& sd, const std::string& key) {
+  for (auto& [k, v] : sd)
+    if (k == key) return v;
+  throw std::runtime_error("no key " + key);
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST(NameMaps, TorchvisionSmallMatchesTorch) {
+  const Tensor x = images(3, 3, 32, 11);
+  auto ref = test::torch_ref("pretrained.torchvision_vit", {{"x", x}}, kTvArgs);
+  const io::SafetensorsFile f = parse_file(ref.at("file"));
+  EXPECT_EQ(io::detect_weight_format(f.tensors), io::WeightFormat::torchvision);
+  io::ForeignVit r = io::load_foreign_vit(f.tensors, tv_options());
+  EXPECT_EQ(r.format, io::WeightFormat::torchvision);
+  EXPECT_FALSE(r.pos_embed_resampled);
+  EXPECT_TRUE(logits_close(run(*r.model, x), ref.at("logits")));
+}
+
+TEST(NameMaps, TorchvisionPreLogitsMatchesTorch) {
+  const Tensor x = images(2, 3, 32, 12);
+  json args = kTvArgs;
+  args["representation_size"] = 48;
+  auto ref = test::torch_ref("pretrained.torchvision_vit", {{"x", x}}, args);
+  io::ForeignVitOptions o = tv_options();
+  o.overrides["representation_size"] = 48;
+  io::ForeignVit r = io::load_foreign_vit(parse_file(ref.at("file")).tensors, o);
+  EXPECT_TRUE(logits_close(run(*r.model, x), ref.at("logits")));
+}
+
+TEST(NameMaps, DeitTimmMatchesTorch) {
+  const Tensor x = images(3, 3, 32, 13);
+  auto ref = test::torch_ref("pretrained.deit", {{"x", x}}, deit_args("timm"));
+  const io::SafetensorsFile f = parse_file(ref.at("file"));
+  EXPECT_EQ(io::detect_weight_format(f.tensors), io::WeightFormat::timm);
+  io::ForeignVit r = io::load_foreign_vit(f.tensors, deit_options());
+  EXPECT_EQ(r.format, io::WeightFormat::timm);
+  EXPECT_TRUE(logits_close(run(*r.model, x), ref.at("logits")));
+}
+
+TEST(NameMaps, DeitHuggingFaceMatchesTorch) {
+  const Tensor x = images(3, 3, 32, 14);
+  auto ref = test::torch_ref("pretrained.deit", {{"x", x}}, deit_args("hf"));
+  const io::SafetensorsFile f = parse_file(ref.at("file"));
+  EXPECT_EQ(io::detect_weight_format(f.tensors), io::WeightFormat::hf);
+  io::ForeignVitOptions o;
+  o.model = "deit_tiny_distilled_patch16_224";
+  o.hf_config = parse_json(ref.at("config"));   // everything from config.json
+  io::ForeignVit r = io::load_foreign_vit(f.tensors, o);
+  EXPECT_EQ(r.model->cfg().eps, 1e-12);
+  EXPECT_TRUE(r.model->cfg().distilled);
+  EXPECT_EQ(r.model->cfg().num_classes, 10);
+  EXPECT_EQ(r.model->cfg().image_size, 32);
+  EXPECT_EQ(r.model->cfg().depth, 2);
+  EXPECT_TRUE(logits_close(run(*r.model, x), ref.at("logits")));
+}
+
+TEST(NameMaps, VitHuggingFaceMatchesTorch) {
+  const Tensor x = images(2, 3, 32, 15);
+  auto ref = test::torch_ref("pretrained.deit", {{"x", x}}, deit_args("hf", /*distilled=*/false));
+  io::ForeignVitOptions o;
+  o.model = "vit_tiny_patch16_224";
+  o.hf_config = parse_json(ref.at("config"));
+  io::ForeignVit r = io::load_foreign_vit(parse_file(ref.at("file")).tensors, o);
+  EXPECT_FALSE(r.model->cfg().distilled);
+  EXPECT_EQ(r.model->cfg().eps, 1e-12);
+  EXPECT_TRUE(logits_close(run(*r.model, x), ref.at("logits")));
+}
+
+TEST(NameMaps, HuggingFaceQkvIsPackedQueryKeyValue) {
+  auto ref = test::torch_ref("pretrained.deit", {{"x", images(1, 3, 32, 16)}}, deit_args("hf"));
+  const io::SafetensorsFile f = parse_file(ref.at("file"));
+  const io::TensorList mapped = io::map_hf(f.tensors);
+  const Tensor* qkv = nullptr;
+  for (const auto& [k, v] : mapped)
+    if (k == "blocks.1.attn.qkv.weight") qkv = &v;
+  ASSERT_NE(qkv, nullptr);
+  ASSERT_EQ(qkv->shape(), (Shape{576, 192}));
+  const char* parts[] = {"query", "key", "value"};
+  for (int i = 0; i < 3; ++i) {
+    const Tensor* part = f.find(std::string("deit.encoder.layer.1.attention.attention.") + parts[i] + ".weight");
+    ASSERT_NE(part, nullptr);
+    EXPECT_TENSOR_NEAR(qkv->slice(0, 192 * i, 192 * (i + 1)), *part, 0, 0) << parts[i];
+  }
+}
+
+TEST(NameMaps, ConvertedCheckpointReloads) {
+  const Tensor x = images(2, 3, 32, 17);
+  auto ref = test::torch_ref("pretrained.deit", {{"x", x}}, deit_args("timm"));
+  io::ForeignVit r = io::load_foreign_vit(parse_file(ref.at("file")).tensors, deit_options());
+  const std::string path = tmp_path("converted.safetensors");
+  io::save_checkpoint(path, *r.model, nullptr, {{"config", r.model->config()}});
+  auto back = train::load_classifier(path);
+  std::remove(path.c_str());
+  NoGradGuard ng;
+  back->eval();
+  EXPECT_TENSOR_NEAR(back->forward(x), run(*r.model, x), 0, 0);
+  EXPECT_TRUE(logits_close(back->forward(x), ref.at("logits")));
+}
+
+TEST(NameMaps, StrictErrorListsEveryKeyAndTheLayout) {
+  auto ref = test::torch_ref("pretrained.torchvision_vit", {{"x", images(1, 3, 32, 11)}}, kTvArgs);
+  io::TensorList sd = without(parse_file(ref.at("file")).tensors, "heads.head.bias");
+  sd.emplace_back("encoder.extra", Tensor::zeros({3}));
+  find(sd, "encoder.ln.weight") = Tensor::ones({32});
+  EXPECT_EQ(error_of([&] { io::load_foreign_vit(sd, tv_options()); }),
+            "convert: the weights (layout: torchvision) do not match model 'vit' (dim 64, depth 2, heads 4, "
+            "image 32, patch 8, 10 classes): the state dict does not match the model\n"
+            "  missing keys (1): head.bias\n"
+            "  unexpected keys (1): encoder.extra\n"
+            "  mis-shaped keys (1): norm.weight (model [64], state dict [32])");
+  // Not strict: missing and unexpected keys skipped, mis-shaped ones still an error.
+  io::ForeignVitOptions lax = tv_options();
+  lax.strict = false;
+  EXPECT_EQ(error_of([&] { io::load_foreign_vit(sd, lax); }),
+            "convert: the weights (layout: torchvision) do not match model 'vit' (dim 64, depth 2, heads 4, "
+            "image 32, patch 8, 10 classes): the state dict does not match the model\n"
+            "  mis-shaped keys (1): norm.weight (model [64], state dict [32])");
+}
+
+TEST(NameMaps, AnotherArchitectureNamesFirstMismatches) {
+  // DeiT-Ti-shaped timm weights into the small torchvision-shaped ViT.
+  auto ref = test::torch_ref("pretrained.deit", {{"x", images(1, 3, 32, 13)}}, deit_args("timm"));
+  EXPECT_EQ(error_of([&] { io::load_foreign_vit(parse_file(ref.at("file")).tensors, tv_options()); }),
+            "convert: the weights (layout: timm) do not match model 'vit' (dim 64, depth 2, heads 4, image 32, "
+            "patch 8, 10 classes), which looks like another architecture: the state dict does not match the model\n"
+            "  unexpected keys (3): dist_token, head_dist.weight, head_dist.bias\n"
+            "  mis-shaped keys (31): cls_token (model [1, 1, 64], state dict [1, 1, 192]), pos_embed (model "
+            "[1, 17, 64], state dict [1, 18, 192]), patch_embed.proj.weight (model [64, 3, 8, 8], state dict "
+            "[192, 3, 8, 8]), patch_embed.proj.bias (model [64], state dict [192]), ... (27 more)");
+}
+
+TEST(NameMaps, DetectsAndForcesLayouts) {
+  auto tv = test::torch_ref("pretrained.torchvision_vit", {{"x", images(1, 3, 32, 11)}}, kTvArgs);
+  const io::TensorList sd = parse_file(tv.at("file")).tensors;
+  // DataParallel's "module." prefix is dropped before detection.
+  io::TensorList wrapped;
+  for (const auto& [k, v] : sd) wrapped.emplace_back("module." + k, v);
+  EXPECT_EQ(io::detect_weight_format(wrapped), io::WeightFormat::torchvision);
+  const Tensor x = images(2, 3, 32, 18);
+  auto ref = test::torch_ref("pretrained.torchvision_vit", {{"x", x}}, kTvArgs);
+  EXPECT_TRUE(logits_close(run(*io::load_foreign_vit(wrapped, tv_options()).model, x), ref.at("logits")));
+
+  EXPECT_EQ(io::parse_weight_format("hf"), io::WeightFormat::hf);
+  EXPECT_EQ(error_of([] { io::parse_weight_format("onnx"); }),
+            "convert: unknown weight format 'onnx' (known: timm, hf, torchvision)");
+  EXPECT_EQ(error_of([] { io::detect_weight_format({{"layer1.0.conv1.weight", Tensor::zeros({1})},
+                                                     {"fc.weight", Tensor::zeros({1})}}); }),
+            "convert: cannot tell the layout of the weights (timm, hf or torchvision) from their keys; first keys: "
+            "layer1.0.conv1.weight, fc.weight");
+  // Forcing the wrong layout: nothing maps, the strict error names the forced layout.
+  io::ForeignVitOptions o = tv_options();
+  o.format = io::WeightFormat::hf;
+  const std::string e = error_of([&] { io::load_foreign_vit(sd, o); });
+  EXPECT_EQ(e.rfind("convert: the weights (layout: hf) do not match model 'vit'", 0), 0u) << e;
+}
+
+TEST(NameMaps, TimmQuirks) {
+  const Tensor x = images(2, 3, 32, 19);
+  auto ref = test::torch_ref("pretrained.deit", {{"x", x}}, deit_args("timm"));
+  io::TensorList sd = parse_file(ref.at("file")).tensors;
+  // timm's old linear patch embedding (D, C*P*P) and a pre-logits layer the model lacks (dropped).
+  find(sd, "patch_embed.proj.weight") = find(sd, "patch_embed.proj.weight").reshape({192, 3 * 8 * 8});
+  sd.emplace_back("pre_logits.fc.weight", Tensor::zeros({192, 192}));
+  sd.emplace_back("pre_logits.fc.bias", Tensor::zeros({192}));
+  EXPECT_TRUE(logits_close(run(*io::load_foreign_vit(sd, deit_options()).model, x), ref.at("logits")));
+  io::TensorList fc = sd;
+  fc.emplace_back("fc_norm.weight", Tensor::ones({192}));
+  EXPECT_EQ(error_of([&] { io::load_foreign_vit(fc, deit_options()); }),
+            "convert: timm key 'fc_norm.weight' (global_pool='avg' with a LayerNorm after pooling) has no "
+            "counterpart in attn's ViT, which normalises before pooling");
+  io::TensorList ls = sd;
+  ls.emplace_back("blocks.0.ls1.gamma", Tensor::ones({192}));
+  EXPECT_EQ(error_of([&] { io::load_foreign_vit(ls, deit_options()); }),
+            "convert: timm key 'blocks.0.ls1.gamma' (layer scale, as in DeiT III / CaiT) has no counterpart in "
+            "attn's ViT");
+}
+
+TEST(NameMaps, PosEmbedResampledForAnotherImageSize) {
+  auto ref = test::torch_ref("pretrained.deit", {{"x", images(1, 3, 32, 13)}}, deit_args("timm"));
+  const io::SafetensorsFile f = parse_file(ref.at("file"));
+  io::ForeignVitOptions o = deit_options();
+  o.image_size = 56;   // grid 4x4 -> 7x7
+  io::ForeignVit r = io::load_foreign_vit(f.tensors, o);
+  EXPECT_TRUE(r.pos_embed_resampled);
+  auto pe = test::torch_ref("pretrained.pos_embed", {{"pos", *f.find("pos_embed")}},
+                            {{"prefix", 2}, {"old_h", 4}, {"old_w", 4}, {"new_h", 7}, {"new_w", 7}});
+  Tensor mine;
+  for (const auto& [k, v] : r.model->state_dict())
+    if (k == "pos_embed") mine = v;
+  EXPECT_TENSOR_NEAR(mine, pe.at("out"), 1e-6, 1e-5);
+  const Tensor x = images(2, 3, 56, 20);
+  EXPECT_EQ(run(*r.model, x).shape(), (Shape{2, 10}));
+}
+
+TEST(NameMaps, HfConfigErrors) {
+  EXPECT_EQ(error_of([] { io::vit_config_from_hf({{"model_type", "swin"}}, false); }),
+            "convert: config.json model_type must be 'vit' or 'deit', got \"swin\"");
+  EXPECT_EQ(error_of([] { io::vit_config_from_hf({{"hidden_act", "gelu_new"}}, false); }),
+            "convert: config.json hidden_act 'gelu_new' is not supported (attn's ViT MLP uses the exact GELU, "
+            "'gelu')");
+  const models::VitConfig c = io::vit_config_from_hf(json::object(), false);   // transformers' defaults
+  EXPECT_EQ(c.dim, 768);
+  EXPECT_EQ(c.eps, 1e-12);
+  EXPECT_EQ(c.mlp_ratio, 4.0);
+}
+
+TEST(PthToSafetensors, KeepsDtypesAndDeduplicatesAliases) {
+  auto ref = test::torch_ref("pretrained.tool", {}, json::object());
+  const io::SafetensorsFile f = parse_file(ref.at("file"));
+  ASSERT_EQ(f.metadata.count("aliases"), 1u);
+  EXPECT_EQ(json::parse(f.metadata.at("aliases")), json({{"tied", "f32"}}));
+  EXPECT_EQ(f.find("tied"), nullptr);   // written once
+  ASSERT_NE(f.find("bf16"), nullptr);
+  EXPECT_EQ(f.find("bf16")->dtype(), DType::bf16);   // exact, not widened
+  EXPECT_EQ(f.find("f16")->dtype(), DType::f32);     // attn widens F16 on load (exact)
+  EXPECT_EQ(f.find("f64")->dtype(), DType::f64);
+  EXPECT_EQ(f.find("i64")->dtype(), DType::i64);
+  EXPECT_EQ(f.find("mask")->dtype(), DType::u8);
+  const io::TensorList all = io::with_aliases(f);
+  EXPECT_EQ(all.size(), 9u);
+  for (const auto& [k, v] : all) {
+    const Tensor& e = ref.at("e." + k);
+    EXPECT_TENSOR_NEAR(v.to(e.dtype()), e, 0, 0) << k;   // bit-exact values
+  }
+}
+
+// Benchmark, not per commit (86M parameters, a 330 MB file): torchvision's vit_b_16 -> attn's
+// vit_base_patch16_224. Run with --gtest_also_run_disabled_tests --gtest_filter='*VitB16*'.
+TEST(NameMaps, DISABLED_TorchvisionVitB16) {
+  const Tensor x = images(2, 3, 224, 21);
+  const std::string path = tmp_path("vit_b_16.safetensors");
+  auto ref = test::torch_ref("pretrained.torchvision_vit_b_16", {{"x", x}}, {{"seed", 0}, {"path", path}});
+  const auto t0 = std::chrono::steady_clock::now();
+  const io::SafetensorsFile f = io::load_safetensors(path);
+  const auto tb = std::chrono::steady_clock::now();
+  models::create_model("vit_base_patch16_224");   // construction + random init alone, for comparison
+  const auto tl = std::chrono::steady_clock::now();
+  io::ForeignVitOptions o;
+  o.model = "vit_base_patch16_224";
+  io::ForeignVit r = io::load_foreign_vit(f.tensors, o);
+  const auto t1 = std::chrono::steady_clock::now();
+  const Tensor logits = run(*r.model, x);
+  const auto t2 = std::chrono::steady_clock::now();
+  std::remove(path.c_str());
+  const auto secs = ref.at("seconds").to_vector<double>();
+  std::printf("  vit_b_16: torch save %.2fs, forward(2) %.2fs; attn read %.2fs, "
+              "create_model alone %.2fs, build+map+load %.2fs, forward(2) %.2fs\n", secs[0], secs[1],
+              std::chrono::duration<double>(tb - t0).count(), std::chrono::duration<double>(tl - tb).count(),
+              std::chrono::duration<double>(t1 - tl).count(), std::chrono::duration<double>(t2 - t1).count());
+  EXPECT_TRUE(logits_close(logits, ref.at("logits")));
+}
