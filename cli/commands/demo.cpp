@@ -4,7 +4,10 @@
 
 #include "attn/attn.h"
 #include "attn/data/fashion_mnist.h"
+#include "attn/data/image.h"
+#include "attn/models/vit.h"
 #include "attn/train/classifier.h"
+#include "attn/train/explain.h"
 #include "../commands.h"
 
 namespace attn::cli {
@@ -16,9 +19,10 @@ void print_result(const train::TrainResult& r);
 void add_demo(CLI::App& app) {
   auto* c = app.add_subcommand("demo", "train and evaluate the default model on Fashion-MNIST (the README's main job)");
   auto cfg = std::make_shared<train::TrainConfig>();
-  // The default model until ViT lands: the 784-512-512-10 MLP, 5 epochs (about a minute on 2 cores).
-  cfg->model = "mlp";
-  cfg->epochs = 5;
+  // The default: a small ViT (patch 7 -> 16 tokens + [class], D 128, depth 4, 4 heads), 3 epochs.
+  cfg->model = "vit_fmnist_demo";
+  cfg->epochs = 3;
+  cfg->augment = true;
   cfg->out = "runs/demo";
   auto threads = std::make_shared<int>(0);
   auto model_json = std::make_shared<std::string>();
@@ -39,6 +43,15 @@ void add_demo(CLI::App& app) {
       const int64_t y = int64_t(test.labels().at({i}));
       std::printf("  #%lld  predicted %-12s  true %-12s %s\n", (long long)i, names[size_t(e.predictions[size_t(i)])].c_str(),
                   names[size_t(y)].c_str(), e.predictions[size_t(i)] == y ? "ok" : "WRONG");
+    }
+    // The attention map of test image 0: image | attention rollout | last layer's class-token attention.
+    if (auto* vit = dynamic_cast<models::VisionTransformer*>(model.get())) {
+      const std::string img_path = cfg->out + "/test0.png", map_path = cfg->out + "/attention.png";
+      data::write_png(img_path, test.images().select(0, 0).permute({1, 2, 0}).contiguous());   // (28, 28, 1) u8
+      train::PreparedImage p = train::prepare_image(img_path, vit->cfg().image_size, vit->cfg().in_channels, mean, std);
+      data::write_png(map_path, train::explain(*vit, p).panel);
+      std::printf("\nattention map of test image 0 (%s): %s\n", names[size_t(test.labels().at({0}))].c_str(),
+                  map_path.c_str());
     }
   });
 }

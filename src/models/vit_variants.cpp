@@ -43,6 +43,13 @@ std::vector<Variant> variants() {
       {"deit_base_distilled_patch16_224", "DeiT-B with distillation token", imagenet(16, 768, 12, 12, true)},
       {"vit_fmnist", "small ViT for 28x28 Fashion-MNIST: patch 4, D 192, depth 6, heads 3", fmnist(4, 192, 6, 3)},
       {"deit_fmnist_distilled", "the same with DeiT's distillation token", fmnist(4, 192, 6, 3, true)},
+      {"vit_fmnist_demo", "the README demo's ViT: patch 7 (16 tokens), D 128, depth 4, heads 4, MLP 256",
+       [] {
+         VitConfig c = fmnist(7, 128, 4, 4);
+         c.mlp_ratio = 2.0;
+         c.drop_path = 0.0;
+         return c;
+       }()},
       {"vit_hybrid_fmnist", "hybrid ViT: tokens from a 2-conv CNN stem (7x7 map), D 192, depth 6", hybrid},
       {"vit", "a custom ViT: every config key can be set (defaults: vit_fmnist)", fmnist(4, 192, 6, 3)},
   };
