@@ -13,6 +13,12 @@ cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build/test -j "$jobs"
 ctest --test-dir build/test --output-on-failure -j 1
 
+echo "== installed package: examples/ built against find_package(attn)"
+cmake --install build/test --prefix build/install >/dev/null
+cmake -S examples -B build/examples -G Ninja -DCMAKE_PREFIX_PATH="$PWD/build/install" >/dev/null
+cmake --build build/examples -j "$jobs"
+./build/examples/train_mlp
+
 echo "== [2/3] ASan + UBSan build + unit tests (slow tests excluded)"
 cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTN_SANITIZE=ON \
   -DATTN_BUILD_BENCH=OFF -DATTN_BUILD_CLI=OFF >/dev/null
