@@ -1,4 +1,8 @@
-// attn train: train an image classifier (see include/attn/train/classifier.h).
+// attn train: train an image classifier (see include/attn/train/classifier.h), optionally with DeiT
+// distillation from a teacher checkpoint:
+//   attn train --model resnet_fmnist --epochs 10 --augment --out runs/resnet
+//   attn train --model deit_fmnist_distilled --teacher runs/resnet/checkpoint.safetensors --distill hard
+#include <cmath>
 #include <cstdio>
 
 #include "attn/attn.h"
@@ -47,6 +51,9 @@ void finish_train_flags(train::TrainConfig& cfg, int threads, const std::string&
 void print_result(const train::TrainResult& r) {
   std::printf("test accuracy: %.2f%%  (test loss %.4f, val accuracy %.2f%%, %lld steps, %.0f img/s end to end)\n",
               100 * r.test_accuracy, r.test_loss, 100 * r.val_accuracy, (long long)r.steps, r.images_per_second);
+  if (!std::isnan(r.test_accuracy_cls))
+    std::printf("  class head alone: %.2f%%, distillation head alone: %.2f%%\n", 100 * r.test_accuracy_cls,
+                100 * r.test_accuracy_dist);
   std::printf("checkpoint: %s\nlog:        %s\ncurve:      %s\nmetrics:    %s\n", r.checkpoint.c_str(), r.log.c_str(),
               r.plot.c_str(), r.metrics.c_str());
 }
@@ -57,6 +64,13 @@ void add_train(CLI::App& app) {
   auto threads = std::make_shared<int>(0);
   auto model_json = std::make_shared<std::string>();
   add_train_flags(c, *cfg, *threads, *model_json);
+  c->add_option("--teacher", cfg->teacher, "DeiT distillation: the teacher's checkpoint (any attn classifier)");
+  c->add_option("--distill", cfg->distill, "distillation: none | soft | hard (needs a distilled model, e.g. "
+                                           "deit_fmnist_distilled; none trains its class head only)")
+      ->check(CLI::IsMember({"none", "soft", "hard"}))
+      ->capture_default_str();
+  c->add_option("--alpha", cfg->alpha, "distillation weight: (1 - alpha) CE + alpha distill")->capture_default_str();
+  c->add_option("--tau", cfg->tau, "soft distillation temperature")->capture_default_str();
   c->callback([cfg, threads, model_json] {
     finish_train_flags(*cfg, *threads, *model_json);
     print_result(train::train_classifier(*cfg));

@@ -63,11 +63,13 @@ std::shared_ptr<ImageClassifier> create_model(const std::string& name, const nlo
 
 void register_mlp_models();   // models/mlp.cpp
 void register_vit_models();   // models/vit_variants.cpp
+void register_resnet_models();   // models/resnet.cpp
 
 namespace {
 void register_builtin() {
   register_mlp_models();
   register_vit_models();
+  register_resnet_models();
 }
 }  // namespace
 

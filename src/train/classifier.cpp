@@ -14,11 +14,13 @@
 #include "attn/data/fashion_mnist.h"
 #include "attn/data/loader.h"
 #include "attn/io/checkpoint.h"
+#include "attn/models/vit.h"
 #include "attn/ops/loss.h"
 #include "attn/ops/reduce.h"
 #include "attn/optim/adam.h"
 #include "attn/optim/clip.h"
 #include "attn/optim/schedule.h"
+#include "attn/train/distill.h"
 #include "attn/train/plot.h"
 #include "attn/train/progress.h"
 
@@ -60,6 +62,38 @@ class Prefix : public data::Dataset {
   int64_t n_;
 };
 
+// A distilled (DeiT) model's VisionTransformer, or null.
+models::VisionTransformer* as_distilled(models::ImageClassifier& m) {
+  auto* v = dynamic_cast<models::VisionTransformer*>(&m);
+  return v && v->cfg().distilled ? v : nullptr;
+}
+
+// Classes of a dataset name (0: not known up front).
+int64_t dataset_classes(const std::string& data) {
+  if (data == "fashion-mnist") return int64_t(data::FashionMnist::class_names().size());
+  return 0;
+}
+
+// How a model maps a dataset's images: the logits' width for one blank image (no grad, eval).
+int64_t output_classes(models::ImageClassifier& m, const Shape& image_shape, const std::string& what) {
+  NoGradGuard ng;
+  const bool was_training = m.is_training();
+  m.eval();
+  Shape s{1};
+  s.insert(s.end(), image_shape.begin(), image_shape.end());
+  Tensor out;
+  try {
+    out = m.forward(Tensor::zeros(s));
+  } catch (const Error& e) {
+    m.train(was_training);
+    fail("train: the ", what, " does not take this dataset's images ", image_shape, ": ", e.what());
+  }
+  m.train(was_training);
+  return out.size(-1);
+}
+
+std::string nonfinite_name(double v) { return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf"); }
+
 std::string fmt(double v, const char* f = "%.4f") {
   char b[64];
   std::snprintf(b, sizeof b, f, v);
@@ -88,10 +122,27 @@ EvalResult evaluate(models::ImageClassifier& model, const data::Dataset& ds, con
   data::DataLoader loader(view, lo);
   EvalResult r;
   double loss_sum = 0;
-  int64_t correct = 0;
+  int64_t correct = 0, correct_cls = 0, correct_dist = 0;
+  models::VisionTransformer* deit = as_distilled(model);
+  auto count_correct = [](const Tensor& logits, const Tensor& labels) {
+    Tensor pred = argmax(logits, -1);
+    const int64_t* p = pred.data<int64_t>();
+    const int64_t* y = labels.data<int64_t>();
+    int64_t c = 0;
+    for (int64_t i = 0; i < pred.numel(); ++i) c += p[i] == y[i];
+    return c;
+  };
   for (int64_t b = 0; b < loader.batches_per_epoch(); ++b) {
     data::Batch bt = loader.next();
-    Tensor logits = model.forward(bt.images);
+    Tensor logits;
+    if (deit) {
+      auto [cls, dist] = deit->forward_heads(bt.images);
+      correct_cls += count_correct(cls, bt.labels);
+      correct_dist += count_correct(dist, bt.labels);
+      logits = models::combine_distilled_heads(cls, dist, deit->distilled_output());
+    } else {
+      logits = model.forward(bt.images);
+    }
     CrossEntropyOptions ce;
     ce.reduction = Reduction::sum;
     loss_sum += cross_entropy(logits, bt.labels, ce).item();
@@ -106,6 +157,10 @@ EvalResult evaluate(models::ImageClassifier& model, const data::Dataset& ds, con
   }
   r.loss = r.count ? loss_sum / double(r.count) : NAN;
   r.accuracy = r.count ? double(correct) / double(r.count) : NAN;
+  if (deit && r.count) {
+    r.accuracy_cls = double(correct_cls) / double(r.count);
+    r.accuracy_dist = double(correct_dist) / double(r.count);
+  }
   model.train(was_training);
   return r;
 }
@@ -122,7 +177,8 @@ std::shared_ptr<models::ImageClassifier> load_classifier(const std::string& chec
   return model;
 }
 
-TrainResult train_classifier(const TrainConfig& cfg) {
+TrainResult train_classifier(const TrainConfig& cfg_in) {
+  TrainConfig cfg = cfg_in;
   ATTN_CHECK(cfg.epochs > 0 && cfg.batch > 0, "train: expected epochs > 0 and batch > 0, got epochs ", cfg.epochs,
              ", batch ", cfg.batch);
   make_dirs(cfg.out);
@@ -149,11 +205,48 @@ TrainResult train_classifier(const TrainConfig& cfg) {
     model_cfg = meta.at("config");
     train_state = meta.at("train_state");
     model = models::create_model(model_cfg.at("model").get<std::string>(), model_cfg);
+    // Distillation settings: the checkpoint's, unless this call names a teacher of its own.
+    if (cfg.teacher.empty() && cfg.distill == "none" && train_state.contains("distill")) {
+      const auto& d = train_state["distill"];
+      cfg.distill = d.at("type").get<std::string>();
+      cfg.teacher = d.at("teacher").get<std::string>();
+      cfg.alpha = d.at("alpha").get<double>();
+      cfg.tau = d.at("tau").get<double>();
+    }
   } else {
     model = models::create_model(cfg.model, cfg.model_config);
     model_cfg = model->config();
   }
   model->train();
+
+  // DeiT distillation: the criterion, and the teacher (checked against the data before any step).
+  const DistillType distill_type = parse_distill_type(cfg.distill);
+  models::VisionTransformer* deit = as_distilled(*model);
+  const std::string model_name = model_cfg.at("model").get<std::string>();
+  ATTN_CHECK(distill_type == DistillType::none || deit, "train: --distill ", cfg.distill, " needs a model with a ",
+             "distillation token (e.g. deit_fmnist_distilled), got ", model_name);
+  ATTN_CHECK(distill_type == DistillType::none || !cfg.teacher.empty(), "train: --distill ", cfg.distill,
+             " needs a teacher checkpoint (--teacher)");
+  ATTN_CHECK(distill_type != DistillType::none || cfg.teacher.empty(), "train: a teacher ('", cfg.teacher,
+             "') was given but --distill is none (use soft or hard)");
+  const DistillationLoss criterion({.type = distill_type, .alpha = cfg.alpha, .tau = cfg.tau,
+                                    .label_smoothing = cfg.label_smoothing});
+  std::shared_ptr<models::ImageClassifier> teacher;
+  const Shape image_shape = train_ds->image_shape();
+  const int64_t data_classes = dataset_classes(cfg.data);
+  const int64_t student_classes = output_classes(*model, image_shape, "model " + model_name);
+  ATTN_CHECK(data_classes == 0 || student_classes == data_classes, "train: the model ", model_name, " predicts ",
+             student_classes, " classes, but ", cfg.data, " has ", data_classes);
+  if (!cfg.teacher.empty()) {
+    teacher = load_classifier(cfg.teacher);
+    teacher->eval();
+    const int64_t teacher_classes = output_classes(*teacher, image_shape, "teacher '" + cfg.teacher + "'");
+    const int64_t want = data_classes > 0 ? data_classes : student_classes;
+    ATTN_CHECK(teacher_classes == want, "train: the teacher '", cfg.teacher, "' predicts ", teacher_classes,
+               " classes, but ", (data_classes > 0 ? cfg.data : "the model " + model_name), " has ", want);
+  }
+  const nlohmann::json distill_json = {
+      {"type", cfg.distill}, {"teacher", cfg.teacher}, {"alpha", cfg.alpha}, {"tau", cfg.tau}};
 
   data::LoaderOptions lo;
   lo.batch_size = cfg.batch;
@@ -171,6 +264,8 @@ TrainResult train_classifier(const TrainConfig& cfg) {
   ATTN_CHECK(per_epoch > 0, "train: ", train_ds->size(), " training examples make no full batch of ", cfg.batch);
   int64_t total = cfg.epochs * per_epoch;
   if (cfg.max_steps > 0) total = std::min(total, cfg.max_steps);
+  // Where this call stops: the end, or earlier as if killed (the schedule does not change).
+  const int64_t stop = cfg.stop_after > 0 ? std::min(total, cfg.stop_after) : total;
 
   auto groups = optim::param_groups_weight_decay(*model, cfg.weight_decay);
   optim::AdamW opt(groups, {.lr = cfg.lr, .weight_decay = cfg.weight_decay});
@@ -211,6 +306,7 @@ TrainResult train_classifier(const TrainConfig& cfg) {
                          {"rng_offset", default_generator().offset()}, {"history", history},
                          {"data", cfg.data}, {"mean", mean}, {"std", std},
                          {"epoch_acc", {ep_loss, ep_correct, ep_count, ep_steps}}};
+    if (deit || teacher) ts["distill"] = distill_json;
     io::save_checkpoint(res.checkpoint, *model, &opt, {{"config", model_cfg}, {"train_state", ts}});
   };
   auto write_plot = [&] {
@@ -221,14 +317,14 @@ TrainResult train_classifier(const TrainConfig& cfg) {
       vl.x.push_back(ep); vl.y.push_back(h.at("val_loss").get<double>());
       va.x.push_back(ep); va.y.push_back(h.at("val_accuracy").get<double>());
     }
-    write_svg_plot(res.plot, cfg.data + ": " + model_cfg.at("model").get<std::string>(), "epoch", {tl, vl, va});
+    write_svg_plot(res.plot, cfg.data + ": " + model_name, "epoch", {tl, vl, va});
   };
 
   const auto t_start = std::chrono::steady_clock::now();
   int64_t images = 0;
   std::unique_ptr<ProgressBar> bar;
   bool in_epoch_loop = false;
-  while (step < total) {
+  while (step < stop) {
     const int64_t epoch = step / per_epoch, in_epoch = step % per_epoch;
     if (!in_epoch_loop) {
       in_epoch_loop = true;
@@ -241,12 +337,28 @@ TrainResult train_classifier(const TrainConfig& cfg) {
     }
     data::Batch b = loader.next();
     sched.apply(opt, step);
-    Tensor logits = model->forward(b.images);
-    Tensor loss = cross_entropy(logits, b.labels, {.label_smoothing = cfg.label_smoothing});
+    Tensor logits, loss;
+    if (deit) {
+      // DeiT: both heads; the teacher sees the same (augmented) batch, in eval mode, without grad.
+      auto [cls, dist] = deit->forward_heads(b.images);
+      Tensor t;
+      if (teacher) {
+        NoGradGuard ng;
+        t = teacher->forward(b.images);
+      }
+      loss = criterion(cls, dist, b.labels, t).total;
+      NoGradGuard ng;
+      logits = models::combine_distilled_heads(cls.detach(), dist.detach(), deit->distilled_output());
+    } else {
+      logits = model->forward(b.images);
+      loss = cross_entropy(logits, b.labels, {.label_smoothing = cfg.label_smoothing});
+    }
     const double lv = loss.item();
     if (!std::isfinite(lv)) {
-      fail("train: the loss became ", lv, " at step ", step, " (epoch ", epoch + 1, "); stopped. The last good "
-           "checkpoint is kept at ", res.checkpoint, " (resume with --resume after lowering --lr)");
+      if (bar) bar->finish();
+      fail("train: the loss became ", nonfinite_name(lv), " at step ", step + 1, " (epoch ", epoch + 1,
+           "); stopped. The last good checkpoint is kept at ", res.checkpoint,
+           " (resume with --resume after lowering --lr)");
     }
     loss.backward();
     if (cfg.clip_grad > 0) optim::clip_grad_norm_(model->parameters(), cfg.clip_grad);
@@ -280,6 +392,11 @@ TrainResult train_classifier(const TrainConfig& cfg) {
                             {"train_accuracy", double(ep_correct) / double(std::max<int64_t>(ep_count, 1))},
                             {"val_loss", v.loss}, {"val_accuracy", v.accuracy}, {"lr", sched.lr(step - 1)},
                             {"images_per_second", double(images) / secs}};
+      if (deit) {
+        rec["val_accuracy_cls"] = v.accuracy_cls;
+        rec["val_accuracy_dist"] = v.accuracy_dist;
+        rec["val_accuracy_both"] = v.accuracy;
+      }
       history.push_back(rec);
       {
         std::ofstream f(res.log, std::ios::app);
@@ -287,10 +404,14 @@ TrainResult train_classifier(const TrainConfig& cfg) {
       }
       write_plot();
       save(step);
-      if (!cfg.quiet)
-        std::fprintf(stderr, "epoch %lld: train loss %s, train acc %s, val loss %s, val acc %s, %.0f img/s\n",
+      if (!cfg.quiet) {
+        std::string heads;
+        if (deit)
+          heads = " (class head " + fmt(v.accuracy_cls) + ", distillation head " + fmt(v.accuracy_dist) + ")";
+        std::fprintf(stderr, "epoch %lld: train loss %s, train acc %s, val loss %s, val acc %s%s, %.0f img/s\n",
                      (long long)(epoch + 1), fmt(rec["train_loss"]).c_str(), fmt(rec["train_accuracy"]).c_str(),
-                     fmt(v.loss).c_str(), fmt(v.accuracy).c_str(), double(images) / secs);
+                     fmt(v.loss).c_str(), fmt(v.accuracy).c_str(), heads.c_str(), double(images) / secs);
+      }
     } else if (cfg.checkpoint_every > 0 && step % cfg.checkpoint_every == 0) {
       save(step);
     }
@@ -300,13 +421,21 @@ TrainResult train_classifier(const TrainConfig& cfg) {
   res.images_per_second = secs > 0 ? double(images) / secs : 0;
   res.final_train_loss = res.step_losses.empty() ? NAN : res.step_losses.back();
   if (!history.empty()) res.val_accuracy = history.back().at("val_accuracy").get<double>();
+  if (step < total) return res;   // stopped early (stop_after): as if killed, no final evaluation
   auto test_ds = load_split(cfg, data::Split::test);
   EvalResult t = evaluate(*model, *test_ds, mean, std, 256, cfg.limit_eval);
   res.test_accuracy = t.accuracy;
   res.test_loss = t.loss;
+  res.test_accuracy_cls = t.accuracy_cls;
+  res.test_accuracy_dist = t.accuracy_dist;
   nlohmann::json m = {{"model", model_cfg}, {"steps", step}, {"test_accuracy", t.accuracy}, {"test_loss", t.loss},
                       {"val_accuracy", res.val_accuracy}, {"images_per_second", res.images_per_second},
                       {"threads", get_num_threads()}, {"seconds", secs}};
+  if (deit || teacher) {
+    m["distill"] = distill_json;
+    m["test_accuracy_cls"] = t.accuracy_cls;
+    m["test_accuracy_dist"] = t.accuracy_dist;
+  }
   io::write_file_atomic(res.metrics, m.dump(2) + "\n");
   return res;
 }

@@ -5,7 +5,8 @@
 //   auto m = std::make_shared<models::VisionTransformer>(models::VitConfig{.image_size = 28, .patch_size = 4,
 //                                                                         .in_channels = 1, .num_classes = 10,
 //                                                                         .dim = 192, .depth = 6, .heads = 3});
-//   Tensor logits = m->forward(images);               // (B, classes); DeiT in eval: mean of both heads
+//   Tensor logits = m->forward(images);               // (B, classes); DeiT: mean of both heads' logits
+//   m->set_distilled_output(models::DistilledOutput::softmax_sum);   // DeiT: softmax(cls) + softmax(dist)
 //   auto [cls, dist] = m->forward_heads(images);      // DeiT: the two heads apart (training)
 //   Tensor maps = m->attention_maps(images);          // (depth, B, NH, N, N), for rollout
 //
@@ -51,6 +52,14 @@ struct VitConfig {
 VitConfig vit_config_from_json(const nlohmann::json& j);
 nlohmann::json vit_config_to_json(const VitConfig& c);
 
+// DeiT's two ways to combine the class and distillation heads at inference:
+//   mean_logits  (cls + dist) / 2 (timm's VisionTransformerDistilled, the default)
+//   softmax_sum  softmax(cls) + softmax(dist) (the paper's "joint" classifier; argmax-equivalent
+//                to their mean, a score in [0, 2] per class)
+enum class DistilledOutput { mean_logits, softmax_sum };
+// cls, dist: (B, classes) -> (B, classes).
+Tensor combine_distilled_heads(const Tensor& cls, const Tensor& dist, DistilledOutput how);
+
 class VitBlock : public nn::Module {
  public:
   VitBlock(const VitConfig& c, double drop_path);
@@ -68,7 +77,9 @@ class VisionTransformer : public ImageClassifier {
  public:
   // `name`: the registry name config() reports (the entry that rebuilds this model).
   explicit VisionTransformer(const VitConfig& c, std::string name = "vit");
-  Tensor forward(const Tensor& images) override;     // DeiT: (cls + dist) / 2 in eval, cls... see .cpp
+  // DeiT: the two heads combined as distilled_output() says (default: the mean of the logits), in
+  // training and in eval alike; train on forward_heads() instead.
+  Tensor forward(const Tensor& images) override;
   nlohmann::json config() const override;
   int64_t macs_per_image() const override;
 
@@ -80,6 +91,10 @@ class VisionTransformer : public ImageClassifier {
   // Every block's attention weights: (depth, B, NH, T, T).
   Tensor attention_maps(const Tensor& images) const;
 
+  // DeiT: what forward() returns (see DistilledOutput); ignored without a distillation token.
+  void set_distilled_output(DistilledOutput how) { distilled_output_ = how; }
+  DistilledOutput distilled_output() const { return distilled_output_; }
+
   const VitConfig& cfg() const { return cfg_; }
   int64_t num_prefix_tokens() const { return 1 + (cfg_.distilled ? 1 : 0); }
   int64_t grid() const;   // patches per side
@@ -87,6 +102,7 @@ class VisionTransformer : public ImageClassifier {
  private:
   Tensor embed(const Tensor& images) const;   // (B, T, D), tokens + positions, after pos_drop
   VitConfig cfg_;
+  DistilledOutput distilled_output_ = DistilledOutput::mean_logits;
   std::shared_ptr<nn::Module> patch_embed_;   // "patch_embed" with "proj" (and "stem" for hybrids)
   Tensor* cls_token_ = nullptr;
   Tensor* dist_token_ = nullptr;

@@ -8,9 +8,13 @@
 //
 // Files in cfg.out: checkpoint.safetensors (latest, written atomically), log.jsonl (one record per
 // evaluation), curve.svg (training curve), metrics.json (final numbers).
+// DeiT distillation: cfg.teacher = "runs/resnet/checkpoint.safetensors", cfg.distill = "hard" with
+// cfg.model = "deit_fmnist_distilled"; the log then also has val_accuracy_cls / _dist / _both.
+// A non-finite loss stops training with an attn::Error naming the step; the last checkpoint stays.
 // Resume (cfg.resume): continues from checkpoint.safetensors — model, optimizer, schedule step,
 // data order and dropout RNG — so the losses equal those of an uninterrupted run bit for bit.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -44,18 +48,33 @@ struct TrainConfig {
   int64_t limit_train = 0;         // use only the first N training examples (0: all)
   int64_t limit_eval = 0;          // evaluate on the first N examples (0: all)
   int64_t max_steps = 0;           // stop after this many steps (0: epochs * steps per epoch)
+  int64_t stop_after = 0;          // stop after this global step as if killed (the schedule still
+                                   // spans max_steps / epochs; no final evaluation): resume tests
   bool progress = true;
   bool quiet = false;              // no per-epoch summary lines
+
+  // DeiT distillation (train/distill.h), for models with a distillation token (deit_*_distilled),
+  // whose forward_heads gives (class head, distillation head) logits. The teacher (any attn
+  // checkpoint, loaded with load_classifier) runs in eval mode, without gradients, on the same
+  // augmented batch. distill none with a distilled model trains the class head only, as DeiT does.
+  std::string teacher;             // teacher checkpoint ("" : none)
+  std::string distill = "none";    // none | soft | hard
+  double alpha = 0.5;              // distillation weight: (1 - alpha) CE(cls, y) + alpha distill
+  double tau = 1.0;                // soft distillation temperature
 };
 
 struct EvalResult {
   double loss = 0, accuracy = 0;
   int64_t count = 0;
   std::vector<int64_t> predictions;
+  // Distilled (DeiT) models: the accuracy of the class head and of the distillation head alone
+  // (accuracy is that of forward(), both heads combined). NaN for other models.
+  double accuracy_cls = NAN, accuracy_dist = NAN;
 };
 
 struct TrainResult {
   double test_accuracy = 0, test_loss = 0, val_accuracy = 0;
+  double test_accuracy_cls = NAN, test_accuracy_dist = NAN;   // distilled models (see EvalResult)
   double final_train_loss = 0;
   double images_per_second = 0;    // end to end, with loading and augmentation
   int64_t steps = 0;

@@ -1,0 +1,114 @@
+"""PyTorch peer of bench/vit_train_bench.cpp: the vit_fmnist training step (batch 128, AdamW, label
+smoothing 0.1, drop-path 0.1 linear in depth) and inference at batch 256, timm's architecture."""
+import argparse
+import json
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class DropPath(nn.Module):
+    def __init__(self, p):
+        super().__init__()
+        self.p = p
+
+    def forward(self, x):
+        if self.p == 0.0 or not self.training:
+            return x
+        keep = 1.0 - self.p
+        mask = x.new_empty((x.shape[0],) + (1,) * (x.ndim - 1)).bernoulli_(keep)
+        return x * mask / keep
+
+
+class Attention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        B, N, C = x.shape
+        q, k, v = self.qkv(x).reshape(B, N, 3, self.heads, C // self.heads).permute(2, 0, 3, 1, 4).unbind(0)
+        att = ((q @ k.transpose(-2, -1)) * (C // self.heads) ** -0.5).softmax(dim=-1)
+        return self.proj((att @ v).transpose(1, 2).reshape(B, N, C))
+
+
+class Block(nn.Module):
+    def __init__(self, dim, heads, hidden, dp):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(dim, eps=1e-6)
+        self.attn = Attention(dim, heads)
+        self.drop_path = DropPath(dp)
+        self.norm2 = nn.LayerNorm(dim, eps=1e-6)
+        self.mlp = nn.Sequential(nn.Linear(dim, hidden), nn.GELU(), nn.Linear(hidden, dim))
+
+    def forward(self, x):
+        x = x + self.drop_path(self.attn(self.norm1(x)))
+        return x + self.drop_path(self.mlp(self.norm2(x)))
+
+
+class ViT(nn.Module):
+    def __init__(self, image=28, patch=4, in_ch=1, classes=10, dim=192, depth=6, heads=3, mlp=768, drop_path=0.1):
+        super().__init__()
+        n = (image // patch) ** 2
+        self.proj = nn.Conv2d(in_ch, dim, patch, patch)
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, dim))
+        self.pos_embed = nn.Parameter(torch.randn(1, n + 1, dim) * 0.02)
+        self.blocks = nn.ModuleList([Block(dim, heads, mlp, drop_path * i / (depth - 1)) for i in range(depth)])
+        self.norm = nn.LayerNorm(dim, eps=1e-6)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, x):
+        x = self.proj(x).flatten(2).transpose(1, 2)
+        x = torch.cat((self.cls_token.expand(x.shape[0], -1, -1), x), dim=1) + self.pos_embed
+        for b in self.blocks:
+            x = b(x)
+        return self.head(self.norm(x)[:, 0])
+
+
+def median(ts):
+    ts = sorted(ts)
+    return ts[len(ts) // 2]
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--infer-reps", type=int, default=10)
+    a = p.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(0)
+    model = ViT()
+    decay = [p for n, p in model.named_parameters() if p.ndim > 1 and "pos_embed" not in n and "token" not in n]
+    no_decay = [p for n, p in model.named_parameters() if not (p.ndim > 1 and "pos_embed" not in n and "token" not in n)]
+    opt = torch.optim.AdamW([{"params": no_decay, "weight_decay": 0.0}, {"params": decay, "weight_decay": 0.05}],
+                            lr=1e-3)
+    x = torch.randn(128, 1, 28, 28)
+    y = torch.randint(0, 10, (128,))
+    ts = []
+    for i in range(a.steps + 2):
+        t0 = time.perf_counter()
+        loss = F.cross_entropy(model(x), y, label_smoothing=0.1)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if i >= 2:
+            ts.append((time.perf_counter() - t0) * 1e3)
+    model.eval()
+    xi = torch.randn(256, 1, 28, 28)
+    ti = []
+    with torch.no_grad():
+        for i in range(a.infer_reps + 2):
+            t0 = time.perf_counter()
+            model(xi)
+            if i >= 2:
+                ti.append((time.perf_counter() - t0) * 1e3)
+    print(json.dumps({"ms": median(ts), "infer_ms": median(ti)}))
+
+
+if __name__ == "__main__":
+    main()

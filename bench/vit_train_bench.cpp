@@ -1,0 +1,84 @@
+// The vit_fmnist training step (patch 4, D 192, depth 6, heads 3, MLP 768, drop-path 0.1 as
+// configured, label smoothing 0.1, AdamW with timm's parameter groups) at batch 128, f32, on an
+// in-memory batch; and its inference (eval mode, no grad) at batch 256. attn against PyTorch 1.13
+// running a torch model of the same architecture (bench/peers/vit_train.py) in the same run.
+//
+//   build/bench/vit_train_bench [--threads 2] [--steps 10] [--infer-reps 10] [--no-peer]
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "attn/attn.h"
+#include "attn/models/vit.h"
+#include "attn/ops/loss.h"
+#include "attn/optim/adam.h"
+#include "bench_util.h"
+
+using namespace attn;
+
+int main(int argc, char** argv) {
+  int threads = 2, steps = 10, infer_reps = 10;
+  bool peer = true;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) steps = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--infer-reps") && i + 1 < argc) infer_reps = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--no-peer")) peer = false;
+  }
+  set_num_threads(threads);
+  manual_seed(0);
+  auto model = models::create_model("vit_fmnist");
+  model->train();
+  optim::AdamW opt(optim::param_groups_weight_decay(*model, 0.05), {.lr = 1e-3, .weight_decay = 0.05});
+  Generator g(1);
+  const int64_t B = 128, BI = 256;
+  Tensor x = randn({B, 1, 28, 28}, g);
+  std::vector<int64_t> ys(B);
+  for (auto& y : ys) y = g.randint(10);
+  Tensor y = Tensor::from_vector(ys, {B});
+  auto step = [&] {
+    Tensor loss = cross_entropy(model->forward(x), y, {.label_smoothing = 0.1});
+    loss.backward();
+    opt.step();
+    opt.zero_grad();
+  };
+  const double ms = bench::time_ms(step, steps, 2);
+  model->eval();
+  Tensor xi = randn({BI, 1, 28, 28}, g);
+  const double infer_ms = bench::time_ms([&] {
+    NoGradGuard ng;
+    model->forward(xi);
+  }, infer_reps, 2);
+
+  double torch_ms = NAN, torch_infer_ms = NAN;
+  if (peer) {
+    const std::string script = std::string(ATTN_SOURCE_DIR) + "/bench/peers/vit_train.py";
+    std::string out = bench::last_line(bench::run_capture(
+        "OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 " + script + " --threads " + std::to_string(threads) + " --steps " +
+        std::to_string(steps) + " --infer-reps " + std::to_string(infer_reps)));
+    try {
+      auto j = nlohmann::json::parse(out);
+      torch_ms = j.at("ms").get<double>();
+      torch_infer_ms = j.at("infer_ms").get<double>();
+    } catch (...) {
+      std::fprintf(stderr, "peer failed: %s\n", out.c_str());
+    }
+  }
+  std::printf("vit_fmnist (patch 4, D 192, depth 6, heads 3, MLP 768, drop-path 0.1), f32, %d threads, median\n",
+              threads);
+  std::printf("  training step, batch %lld, AdamW (%d steps)\n", (long long)B, steps);
+  std::printf("    attn     %9.1f ms  %8.0f img/s\n", ms, B / (ms * 1e-3));
+  std::printf("    PyTorch  %9.1f ms  %8.0f img/s  (OMP_WAIT_POLICY=PASSIVE)\n", torch_ms, B / (torch_ms * 1e-3));
+  std::printf("    attn / PyTorch images/s = %.2fx\n", torch_ms / ms);
+  std::printf("  inference, batch %lld (%d reps)\n", (long long)BI, infer_reps);
+  std::printf("    attn     %9.1f ms  %8.0f img/s\n", infer_ms, BI / (infer_ms * 1e-3));
+  std::printf("    PyTorch  %9.1f ms  %8.0f img/s\n", torch_infer_ms, BI / (torch_infer_ms * 1e-3));
+  std::printf("    attn / PyTorch images/s = %.2fx\n", torch_infer_ms / infer_ms);
+  std::cout << nlohmann::json({{"bench", "vit_train"}, {"attn_ms", ms}, {"torch_ms", torch_ms},
+                               {"attn_infer_ms", infer_ms}, {"torch_infer_ms", torch_infer_ms},
+                               {"train_speedup", torch_ms / ms}, {"infer_speedup", torch_infer_ms / infer_ms}})
+                   .dump()
+            << std::endl;
+}

@@ -1,0 +1,236 @@
+"""PyTorch references for the image models (tests/models/*_test.cpp).
+
+- torchvision_vit: torchvision 0.14's VisionTransformer with attn's weights (timm names mapped to
+  torchvision's), its logits and every parameter's gradient of sum(logits * g).
+- deit: a DeiT with a distillation token written from timm's VisionTransformerDistilled (dist token
+  after the class token, pos embed of N + 2, head_dist on token 1, eval output the mean of the heads).
+- torchvision_param_counts: parameter totals of torchvision's vit_b_16 / vit_b_32 / vit_l_16 / vit_h_14
+  and resnet18 / resnet34 (built without running the weight init: only shapes matter).
+- resnet: torchvision's ResNet (or a 3-stage CIFAR-stem one from torchvision's BasicBlock) with attn's
+  state dict; logits, gradients and the updated BatchNorm running statistics.
+
+Inputs: "p.<name>" the model's state dict under attn's (timm / torchvision) names, "x" images,
+"g" (and "g2") the output cotangents.
+"""
+import contextlib
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torchvision
+from torchvision.models.resnet import BasicBlock, ResNet
+from torchvision.models.vision_transformer import VisionTransformer
+
+
+def _params(inp):
+    return {k[2:]: v for k, v in inp.items() if k.startswith("p.")}
+
+
+# ---- ViT: timm names -> torchvision names ----
+
+def _vit_name_map(depth):
+    m = {"patch_embed.proj.weight": "conv_proj.weight", "patch_embed.proj.bias": "conv_proj.bias",
+         "cls_token": "class_token", "pos_embed": "encoder.pos_embedding",
+         "norm.weight": "encoder.ln.weight", "norm.bias": "encoder.ln.bias",
+         "head.weight": "heads.head.weight", "head.bias": "heads.head.bias"}
+    for i in range(depth):
+        a, b = f"blocks.{i}.", f"encoder.layers.encoder_layer_{i}."
+        for ours, theirs in [("norm1", "ln_1"), ("norm2", "ln_2"), ("attn.proj", "self_attention.out_proj"),
+                             ("mlp.fc1", "mlp.0"), ("mlp.fc2", "mlp.3")]:
+            for w in ("weight", "bias"):
+                m[f"{a}{ours}.{w}"] = f"{b}{theirs}.{w}"
+        m[f"{a}attn.qkv.weight"] = f"{b}self_attention.in_proj_weight"   # packed q, k, v rows as timm's qkv
+        m[f"{a}attn.qkv.bias"] = f"{b}self_attention.in_proj_bias"
+    return m
+
+
+def torchvision_vit(inp, args):
+    torch.manual_seed(0)
+    depth = args["num_layers"]
+    model = VisionTransformer(image_size=args["image_size"], patch_size=args["patch_size"], num_layers=depth,
+                              num_heads=args["num_heads"], hidden_dim=args["hidden_dim"], mlp_dim=args["mlp_dim"],
+                              num_classes=args["num_classes"])
+    if args.get("in_channels", 3) != 3:   # torchvision's conv_proj is fixed at 3 input channels
+        model.conv_proj = nn.Conv2d(args["in_channels"], args["hidden_dim"], kernel_size=args["patch_size"],
+                                    stride=args["patch_size"])
+    names = _vit_name_map(depth)
+    p = _params(inp)
+    assert set(p) == set(names), sorted(set(p) ^ set(names))
+    model.load_state_dict({names[k]: v for k, v in p.items()}, strict=True)
+    model.eval()
+    x = inp["x"].clone().requires_grad_(True)
+    logits = model(x)
+    (logits * inp["g"]).sum().backward()
+    tv = dict(model.named_parameters())
+    out = {"logits": logits.detach(), "dx": x.grad}
+    for ours, theirs in names.items():
+        out["g." + ours] = tv[theirs].grad
+    return out
+
+
+# ---- DeiT (timm's VisionTransformerDistilled) ----
+
+class _Attention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        B, N, C = x.shape
+        qkv = self.qkv(x).reshape(B, N, 3, self.heads, C // self.heads).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv.unbind(0)
+        att = ((q @ k.transpose(-2, -1)) * (C // self.heads) ** -0.5).softmax(dim=-1)
+        return self.proj((att @ v).transpose(1, 2).reshape(B, N, C))
+
+
+class _Mlp(nn.Module):
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.fc1 = nn.Linear(dim, hidden)
+        self.fc2 = nn.Linear(hidden, dim)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(x)))
+
+
+class _Block(nn.Module):
+    def __init__(self, dim, heads, hidden):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(dim, eps=1e-6)
+        self.attn = _Attention(dim, heads)
+        self.norm2 = nn.LayerNorm(dim, eps=1e-6)
+        self.mlp = _Mlp(dim, hidden)
+
+    def forward(self, x):
+        x = x + self.attn(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+
+class _PatchEmbed(nn.Module):
+    def __init__(self, in_ch, dim, patch):
+        super().__init__()
+        self.proj = nn.Conv2d(in_ch, dim, kernel_size=patch, stride=patch)
+
+
+class DeiT(nn.Module):
+    def __init__(self, image_size, patch_size, in_channels, num_classes, dim, depth, heads, mlp_ratio):
+        super().__init__()
+        n = (image_size // patch_size) ** 2
+        self.patch_embed = _PatchEmbed(in_channels, dim, patch_size)
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, dim))
+        self.dist_token = nn.Parameter(torch.zeros(1, 1, dim))
+        self.pos_embed = nn.Parameter(torch.zeros(1, n + 2, dim))
+        self.blocks = nn.ModuleList([_Block(dim, heads, int(dim * mlp_ratio)) for _ in range(depth)])
+        self.norm = nn.LayerNorm(dim, eps=1e-6)
+        self.head = nn.Linear(dim, num_classes)
+        self.head_dist = nn.Linear(dim, num_classes)
+
+    def forward(self, x):
+        x = self.patch_embed.proj(x).flatten(2).transpose(1, 2)
+        B = x.shape[0]
+        x = torch.cat((self.cls_token.expand(B, -1, -1), self.dist_token.expand(B, -1, -1), x), dim=1)
+        x = x + self.pos_embed
+        for b in self.blocks:
+            x = b(x)
+        x = self.norm(x)
+        return self.head(x[:, 0]), self.head_dist(x[:, 1])
+
+
+def deit(inp, args):
+    model = DeiT(args["image_size"], args["patch_size"], args["in_channels"], args["num_classes"], args["dim"],
+                 args["depth"], args["heads"], args["mlp_ratio"])
+    model.load_state_dict(_params(inp), strict=True)
+    x = inp["x"].clone().requires_grad_(True)
+    cls, dist = model(x)
+    ((cls * inp["g"]).sum() + (dist * inp["g2"]).sum()).backward()
+    out = {"cls": cls.detach(), "dist": dist.detach(), "out": ((cls + dist) / 2).detach(),
+           "softmax_sum": (cls.softmax(-1) + dist.softmax(-1)).detach(), "dx": x.grad}
+    for k, v in model.named_parameters():
+        out["g." + k] = v.grad
+    return out
+
+
+# ---- parameter counts ----
+
+@contextlib.contextmanager
+def _no_init():
+    """Weight init as no-ops (the counts need only the shapes; vit_h_14 has 632M parameters)."""
+    import torch.nn.init as init
+    import torch.nn.modules.activation as act
+    saved = {}
+    targets = [(init, n) for n in dir(init) if n.endswith("_") and not n.startswith("_")]
+    targets += [(act, n) for n in ("xavier_uniform_", "constant_", "xavier_normal_") if hasattr(act, n)]
+    for mod, n in targets:
+        saved[(mod, n)] = getattr(mod, n)
+        setattr(mod, n, lambda t, *a, **k: t)
+    try:
+        yield
+    finally:
+        for (mod, n), f in saved.items():
+            setattr(mod, n, f)
+
+
+def torchvision_param_counts(inp, args):
+    counts = []
+    with _no_init():
+        for name in args["models"]:
+            m = getattr(torchvision.models, name)()
+            counts.append(sum(p.numel() for p in m.parameters()))
+            del m
+    return {"counts": torch.tensor(counts, dtype=torch.int64)}
+
+
+# ---- ResNet ----
+
+class CifarResNet(nn.Module):
+    """torchvision's ResNet layout with a 3x3 stride-1 stem, no max-pool and any number of stages."""
+
+    def __init__(self, in_channels, stem, widths, blocks, num_classes):
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_channels, stem, kernel_size=3, stride=1, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(stem)
+        self.relu = nn.ReLU(inplace=True)
+        ch = stem
+        for i, (w, n) in enumerate(zip(widths, blocks)):
+            stride = 1 if i == 0 else 2
+            layers = []
+            for b in range(n):
+                s = stride if b == 0 else 1
+                down = None
+                if s != 1 or ch != w:
+                    down = nn.Sequential(nn.Conv2d(ch, w, kernel_size=1, stride=s, bias=False), nn.BatchNorm2d(w))
+                layers.append(BasicBlock(ch, w, s, down))
+                ch = w
+            setattr(self, f"layer{i + 1}", nn.Sequential(*layers))
+        self.nstages = len(widths)
+        self.fc = nn.Linear(ch, num_classes)
+
+    def forward(self, x):
+        x = self.relu(self.bn1(self.conv1(x)))
+        for i in range(self.nstages):
+            x = getattr(self, f"layer{i + 1}")(x)
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+def resnet(inp, args):
+    if args["stem"] == "imagenet":
+        model = getattr(torchvision.models, args["torchvision"])(num_classes=args["num_classes"])
+        if args["in_channels"] != 3:
+            model.conv1 = nn.Conv2d(args["in_channels"], 64, kernel_size=7, stride=2, padding=3, bias=False)
+    else:
+        model = CifarResNet(args["in_channels"], args["stem_channels"], args["widths"], args["blocks"],
+                            args["num_classes"])
+    model.load_state_dict(_params(inp), strict=True)
+    model.train(bool(args["training"]))
+    x = inp["x"].clone().requires_grad_(True)
+    logits = model(x)
+    (logits * inp["g"]).sum().backward()
+    out = {"logits": logits.detach(), "dx": x.grad}
+    for k, v in model.named_parameters():
+        out["g." + k] = v.grad
+    for k, v in model.named_buffers():
+        out["b." + k] = v
+    return out

@@ -1,0 +1,202 @@
+// The ViT / DeiT models against PyTorch: forward and every parameter's gradient equal to
+// torchvision 0.14's VisionTransformer given the same weights (timm names mapped to torchvision's
+// in tests/golden/gen/vit.py), a DeiT (distillation token) against a torch re-implementation of
+// timm's VisionTransformerDistilled, gradients reaching every parameter of every Fashion-MNIST
+// variant, and parameter totals / MACs of the ImageNet variants against torchvision's.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+#include "attn/attn.h"
+#include "attn/models/vit.h"
+#include "attn/ops/loss.h"
+#include "attn/ops/reduce.h"
+#include "torch_ref.h"
+
+using namespace attn;
+
+namespace {
+
+// Every parameter random (the heads too, NOT timm's zeros), so each weight matters: LayerNorm
+// weights 1 + N(0, .1), everything else N(0, .1) (patch embedding and tokens N(0, .5)).
+void randomize(nn::Module& m, uint64_t seed) {
+  Generator g(seed);
+  NoGradGuard ng;
+  for (auto& [name, p] : m.named_parameters()) {
+    const bool norm_weight = name.find("norm") != std::string::npos && name.ends_with(".weight");
+    const double s = (name.find("token") != std::string::npos || name.find("pos_embed") != std::string::npos) ? 0.5 : 0.1;
+    Tensor r = randn(p.shape(), g) * s;
+    p.copy_(norm_weight ? r + 1.0 : r);
+  }
+}
+
+test::Tensors param_inputs(const nn::Module& m) {
+  test::Tensors in;
+  for (const auto& [n, p] : m.named_parameters()) in["p." + n] = p.detach().clone();
+  return in;
+}
+
+// logits + every gradient of sum(logits * g) against torchvision's VisionTransformer.
+void check_against_torchvision(models::VisionTransformer& m, int64_t batch, uint64_t seed) {
+  const auto& c = m.cfg();
+  randomize(m, seed);
+  m.eval();
+  Generator g(seed + 1);
+  Tensor x = randn({batch, c.in_channels, c.image_size, c.image_size}, g);
+  Tensor gy = randn({batch, c.num_classes}, g);
+  test::Tensors in = param_inputs(m);
+  in["x"] = x;
+  in["g"] = gy;
+  auto ref = test::torch_ref("vit.torchvision_vit", in,
+                             {{"image_size", c.image_size}, {"patch_size", c.patch_size}, {"num_layers", c.depth},
+                              {"num_heads", c.heads}, {"hidden_dim", c.dim},
+                              {"mlp_dim", int64_t(double(c.dim) * c.mlp_ratio)}, {"num_classes", c.num_classes},
+                              {"in_channels", c.in_channels}});
+  Tensor xr = x.clone();
+  xr.requires_grad_();
+  Tensor logits = m.forward(xr);
+  EXPECT_TENSOR_NEAR(logits, ref.at("logits"), 2e-5, 1e-4);
+  sum(logits * gy).backward();
+  EXPECT_TENSOR_NEAR(xr.grad(), ref.at("dx"), 2e-5, 1e-3) << "d images";
+  int64_t checked = 0;
+  for (auto& [n, p] : m.named_parameters()) {
+    ASSERT_TRUE(p.grad().defined()) << n;
+    EXPECT_TENSOR_NEAR(p.grad(), ref.at("g." + n), 5e-5, 1e-3) << "grad " << n;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 4 + 12 * c.depth + 4);   // proj w/b, cls, pos; 12 per block; norm w/b, head w/b
+}
+
+}  // namespace
+
+TEST(VitTorchvision, SmallConfigForwardAndGradients) {
+  manual_seed(1);
+  models::VisionTransformer m({.image_size = 32, .patch_size = 8, .in_channels = 3, .num_classes = 10, .dim = 64,
+                               .depth = 2, .heads = 4});
+  check_against_torchvision(m, 3, 11);
+}
+
+TEST(VitTorchvision, FashionMnistConfigForwardAndGradients) {
+  manual_seed(2);
+  auto base = models::create_model("vit_fmnist");   // patch 4, D 192, depth 6, heads 3, 1 channel
+  auto& m = dynamic_cast<models::VisionTransformer&>(*base);
+  ASSERT_EQ(m.cfg().image_size, 28);
+  ASSERT_EQ(m.cfg().in_channels, 1);
+  check_against_torchvision(m, 2, 22);
+}
+
+TEST(Deit, DistilledMatchesTimmSemantics) {
+  manual_seed(3);
+  models::VitConfig c{.image_size = 28, .patch_size = 7, .in_channels = 1, .num_classes = 10, .dim = 48,
+                      .depth = 2, .heads = 3, .distilled = true};
+  models::VisionTransformer m(c);
+  ASSERT_EQ(m.num_prefix_tokens(), 2);
+  randomize(m, 33);
+  m.eval();
+  Generator g(34);
+  const int64_t B = 3;
+  Tensor x = randn({B, 1, 28, 28}, g), g1 = randn({B, 10}, g), g2 = randn({B, 10}, g);
+  test::Tensors in = param_inputs(m);
+  in["x"] = x;
+  in["g"] = g1;
+  in["g2"] = g2;
+  auto ref = test::torch_ref("vit.deit", in,
+                             {{"image_size", 28}, {"patch_size", 7}, {"in_channels", 1}, {"num_classes", 10},
+                              {"dim", 48}, {"depth", 2}, {"heads", 3}, {"mlp_ratio", 4.0}});
+  auto [cls, dist] = m.forward_heads(x);
+  EXPECT_TENSOR_NEAR(cls, ref.at("cls"), 2e-5, 1e-4) << "class head";
+  EXPECT_TENSOR_NEAR(dist, ref.at("dist"), 2e-5, 1e-4) << "distillation head";
+  {
+    NoGradGuard ng;
+    EXPECT_TENSOR_NEAR(m.forward(x), ref.at("out"), 2e-5, 1e-4) << "eval output: mean of the heads";
+    m.set_distilled_output(models::DistilledOutput::softmax_sum);
+    EXPECT_TENSOR_NEAR(m.forward(x), ref.at("softmax_sum"), 1e-6, 1e-4) << "softmax(cls) + softmax(dist)";
+    m.set_distilled_output(models::DistilledOutput::mean_logits);
+  }
+  (sum(cls * g1) + sum(dist * g2)).backward();
+  for (auto& [n, p] : m.named_parameters()) {
+    ASSERT_TRUE(p.grad().defined()) << n;
+    EXPECT_TENSOR_NEAR(p.grad(), ref.at("g." + n), 5e-5, 1e-3) << "grad " << n;
+  }
+}
+
+TEST(Deit, CombineHeadsChecksShapes) {
+  try {
+    models::combine_distilled_heads(Tensor::zeros({2, 10}), Tensor::zeros({2, 5}), models::DistilledOutput::mean_logits);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "combine_distilled_heads: expected two (B, classes) logits of the same shape, got [2, 10] "
+                           "and [2, 5]");
+  }
+}
+
+// After one backward in training mode (dropout / drop-path as configured), every parameter has a
+// gradient and none is all zeros.
+TEST(VitModels, EveryParameterReceivesAGradient) {
+  const std::vector<std::pair<std::string, nlohmann::json>> cases = {
+      {"vit_fmnist", nlohmann::json::object()},
+      {"deit_fmnist_distilled", nlohmann::json::object()},
+      {"vit_hybrid_fmnist", {{"depth", 2}}},
+      {"vit", {{"depth", 2}, {"pos_embed", "learned2d"}, {"global_pool", "avg"}, {"representation_size", 32}}},
+      {"vit", {{"depth", 2}, {"pos_embed", "sincos2d"}, {"drop", 0.1}, {"attn_drop", 0.1}}},
+  };
+  for (const auto& [name, overrides] : cases) {
+    manual_seed(5);
+    auto model = models::create_model(name, overrides);
+    model->train();
+    Generator g(6);
+    Tensor x = randn({4, 1, 28, 28}, g);
+    Tensor y = Tensor::from_vector(std::vector<int64_t>{0, 3, 7, 9}, {4});
+    Tensor loss;
+    if (auto* v = dynamic_cast<models::VisionTransformer*>(model.get()); v && v->cfg().distilled) {
+      auto [cls, dist] = v->forward_heads(x);
+      loss = cross_entropy(cls, y) + cross_entropy(dist, y);
+    } else {
+      loss = cross_entropy(model->forward(x), y);
+    }
+    loss.backward();
+    int64_t n = 0;
+    for (auto& [pname, p] : model->named_parameters()) {
+      ++n;
+      ASSERT_TRUE(p.grad().defined()) << name << " " << overrides.dump() << ": no gradient for " << pname;
+      EXPECT_GT(max(abs(p.grad())).item(), 0.0) << name << " " << overrides.dump() << ": all-zero gradient for " << pname;
+    }
+    EXPECT_GT(n, 10) << name;
+  }
+}
+
+namespace {
+
+// torchvision's totals, computed by the golden script from torchvision.models, against
+// num_parameters(); and the MACs of vit_b_16 against torchvision's documented 17.56 GFLOPS (their
+// "FLOPs" count multiply-adds).
+void check_totals(const std::vector<std::pair<std::string, std::string>>& pairs) {
+  nlohmann::json names = nlohmann::json::array();
+  for (const auto& p : pairs) names.push_back(p.second);
+  auto ref = test::torch_ref("vit.torchvision_param_counts", {}, {{"models", names}});
+  const Tensor counts = ref.at("counts");
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    auto m = models::create_model(pairs[i].first);
+    const int64_t want = int64_t(counts.at({int64_t(i)}));
+    EXPECT_EQ(m->num_parameters(), want) << pairs[i].first << " vs torchvision " << pairs[i].second;
+    std::printf("  %-24s %lld parameters (torchvision %s: %lld), %.3f GMACs\n", pairs[i].first.c_str(),
+                (long long)m->num_parameters(), pairs[i].second.c_str(), (long long)want, m->macs_per_image() * 1e-9);
+    if (pairs[i].second == "vit_b_16") EXPECT_NEAR(double(m->macs_per_image()) / 17.56e9, 1.0, 0.005);
+  }
+}
+
+}  // namespace
+
+TEST(VitModels, ParameterTotalsAndMacsMatchTorchvision) {
+  check_totals({{"vit_base_patch16_224", "vit_b_16"}});
+}
+
+// ViT-B/32, ViT-L/16 and ViT-H/14 (1.02G parameters between them) take minutes to initialise on
+// 2 cores: run with ATTN_SLOW_TESTS=1.
+TEST(VitModels, LargeParameterTotalsMatchTorchvision) {
+  if (!std::getenv("ATTN_SLOW_TESTS")) GTEST_SKIP() << "set ATTN_SLOW_TESTS=1 to build vit_b_32, vit_l_16 and vit_h_14";
+  check_totals({{"vit_base_patch32_224", "vit_b_32"}, {"vit_large_patch16_224", "vit_l_16"},
+                {"vit_huge_patch14_224", "vit_h_14"}});
+}

@@ -1,0 +1,216 @@
+// DeiT distillation: the loss wrapper against DeiT's DistillationLoss written in torch
+// (tests/golden/gen/distill.py) — value and both heads' gradients for soft / hard / none, label
+// smoothing and soft (Mixup) targets — and the trainer's distillation path: teacher checks,
+// checkpoint metadata, per-head validation accuracies, and 'none' training the class head only.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "attn/attn.h"
+#include "attn/io/checkpoint.h"
+#include "attn/models/vit.h"
+#include "attn/ops/softmax.h"
+#include "attn/train/classifier.h"
+#include "attn/train/distill.h"
+#include "torch_ref.h"
+
+using namespace attn;
+
+namespace {
+
+struct Case {
+  const char* type;
+  double alpha, tau, smoothing;
+  bool soft_targets;
+};
+
+std::string tmp_dir(const std::string& name) {
+  std::string d = std::filesystem::temp_directory_path().string() + "/attn_distill_test_" + name + "_" +
+                  std::to_string(::getpid());
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+// A saved (untrained) classifier checkpoint, to act as a teacher.
+std::string save_teacher(const std::string& dir, const std::string& model, const nlohmann::json& overrides) {
+  manual_seed(99);
+  auto m = models::create_model(model, overrides);
+  const std::string path = dir + "/teacher.safetensors";
+  io::save_checkpoint(path, *m, nullptr, {{"config", m->config()}});
+  return path;
+}
+
+train::TrainConfig tiny_deit(const std::string& out) {
+  train::TrainConfig cfg;
+  cfg.model = "deit_fmnist_distilled";
+  cfg.model_config = {{"dim", 32}, {"depth", 1}, {"heads", 2}, {"patch_size", 7}};
+  cfg.epochs = 1;
+  cfg.batch = 64;
+  cfg.limit_train = 256;
+  cfg.limit_eval = 256;
+  cfg.out = out;
+  cfg.progress = false;
+  cfg.quiet = true;
+  return cfg;
+}
+
+}  // namespace
+
+TEST(DistillationLoss, MatchesDeitFormulas) {
+  const std::vector<Case> cases = {
+      {"soft", 0.5, 1.0, 0.0, false}, {"soft", 0.3, 3.0, 0.1, false}, {"hard", 0.5, 1.0, 0.1, false},
+      {"hard", 0.7, 1.0, 0.0, true},  {"none", 0.5, 1.0, 0.1, false}, {"soft", 0.5, 2.0, 0.0, true},
+  };
+  Generator g(5);
+  for (const Case& c : cases) {
+    const int64_t B = 7, C = 11;   // primes
+    Tensor cls = randn({B, C}, g) * 2.0, dist = randn({B, C}, g) * 2.0, teacher = randn({B, C}, g) * 3.0;
+    Tensor y;
+    if (c.soft_targets) {
+      y = softmax(randn({B, C}, g) * 2.0, -1);
+    } else {
+      std::vector<int64_t> v(B);
+      for (auto& e : v) e = g.randint(C);
+      y = Tensor::from_vector(v, {B});
+    }
+    auto ref = test::torch_ref("distill.loss", {{"cls", cls}, {"dist", dist}, {"teacher", teacher}, {"y", y}},
+                               {{"type", c.type}, {"alpha", c.alpha}, {"tau", c.tau}, {"label_smoothing", c.smoothing}});
+    train::DistillationLoss crit({.type = train::parse_distill_type(c.type), .alpha = c.alpha, .tau = c.tau,
+                                  .label_smoothing = c.smoothing});
+    Tensor a = cls.clone(), b = dist.clone();
+    a.requires_grad_();
+    b.requires_grad_();
+    train::DistillLossParts l = crit(a, b, y, teacher);
+    const std::string ctx = std::string(c.type) + " alpha " + std::to_string(c.alpha) + " tau " + std::to_string(c.tau) +
+                            (c.soft_targets ? " soft targets" : "");
+    EXPECT_TENSOR_NEAR(l.total, ref.at("total"), 1e-6, 1e-5) << ctx;
+    EXPECT_TENSOR_NEAR(l.base, ref.at("base"), 1e-6, 1e-5) << ctx;
+    if (std::string(c.type) != "none") EXPECT_TENSOR_NEAR(l.distill, ref.at("distill"), 1e-6, 1e-5) << ctx;
+    else EXPECT_FALSE(l.distill.defined()) << ctx;
+    l.total.backward();
+    EXPECT_TENSOR_NEAR(a.grad(), ref.at("dcls"), 1e-7, 1e-4) << ctx << " d cls";
+    if (std::string(c.type) != "none") EXPECT_TENSOR_NEAR(b.grad(), ref.at("ddist"), 1e-7, 1e-4) << ctx << " d dist";
+    else EXPECT_FALSE(b.grad().defined()) << ctx << ": none must not train the distillation head";
+  }
+}
+
+TEST(DistillationLoss, SoftTermGradcheck) {
+  Generator g(6);
+  Tensor t = randn({3, 5}, g, DType::f64);
+  EXPECT_TRUE(test::gradcheck([&](const std::vector<Tensor>& in) { return train::soft_distillation(in[0], t, 2.0); },
+                              {randn({3, 5}, g, DType::f64)}));
+}
+
+TEST(DistillationLoss, Errors) {
+  auto expect_msg = [](const std::function<void()>& f, const std::string& msg) {
+    try {
+      f();
+      ADD_FAILURE() << "expected: " << msg;
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), msg);
+    }
+  };
+  expect_msg([] { train::parse_distill_type("medium"); }, "distill: expected none, soft or hard, got 'medium'");
+  expect_msg([] { train::DistillationLoss({.type = train::DistillType::soft, .alpha = 1.5}); },
+             "distill: expected alpha in [0, 1], got 1.5");
+  expect_msg([] {
+    train::DistillationLoss l({.type = train::DistillType::hard});
+    l(Tensor::zeros({2, 3}), Tensor(), Tensor::zeros({2}, DType::i64), Tensor::zeros({2, 3}));
+  }, "distill: hard distillation needs the distillation head's logits (a model with a distillation token)");
+  expect_msg([] { train::soft_distillation(Tensor::zeros({2, 3}), Tensor::zeros({2, 4}), 1.0); },
+             "soft_distillation: expected teacher logits of shape [2, 3], got [2, 4]");
+}
+
+TEST(DistillTrainer, TeacherWithOtherClassCountIsRejectedBeforeTraining) {
+  const std::string dir = tmp_dir("classes");
+  train::TrainConfig cfg = tiny_deit(dir + "/run");
+  cfg.teacher = save_teacher(dir, "mlp", {{"num_classes", 5}});
+  cfg.distill = "soft";
+  try {
+    train::train_classifier(cfg);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "train: the teacher '" + cfg.teacher +
+                                         "' predicts 5 classes, but fashion-mnist has 10");
+  }
+  EXPECT_FALSE(std::filesystem::exists(cfg.out + "/checkpoint.safetensors"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(DistillTrainer, SettingsAreChecked) {
+  const std::string dir = tmp_dir("settings");
+  const std::string teacher = save_teacher(dir, "mlp", nlohmann::json::object());
+  train::TrainConfig cfg = tiny_deit(dir + "/run");
+  cfg.distill = "hard";
+  try {
+    train::train_classifier(cfg);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "train: --distill hard needs a teacher checkpoint (--teacher)");
+  }
+  cfg.teacher = teacher;
+  cfg.model = "vit_fmnist";
+  try {
+    train::train_classifier(cfg);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "train: --distill hard needs a model with a distillation token (e.g. "
+                                     "deit_fmnist_distilled), got vit_fmnist");
+  }
+  cfg.model = "deit_fmnist_distilled";
+  cfg.distill = "none";
+  try {
+    train::train_classifier(cfg);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "train: a teacher ('" + teacher + "') was given but --distill is none (use soft "
+                                     "or hard)");
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(DistillTrainer, HardDistillationRunRecordsSettingsAndPerHeadAccuracy) {
+  const std::string dir = tmp_dir("hard");
+  train::TrainConfig cfg = tiny_deit(dir + "/run");
+  cfg.teacher = save_teacher(dir, "resnet_fmnist_tiny", nlohmann::json::object());
+  cfg.distill = "hard";
+  cfg.alpha = 0.5;
+  cfg.tau = 1.0;
+  train::TrainResult r = train::train_classifier(cfg);
+  EXPECT_EQ(r.steps, 4);
+  EXPECT_FALSE(std::isnan(r.test_accuracy_cls));
+  EXPECT_FALSE(std::isnan(r.test_accuracy_dist));
+  nlohmann::json meta = io::read_checkpoint_metadata(r.checkpoint);
+  const auto& d = meta.at("train_state").at("distill");
+  EXPECT_EQ(d.at("type"), "hard");
+  EXPECT_EQ(d.at("teacher"), cfg.teacher);
+  EXPECT_EQ(d.at("alpha").get<double>(), 0.5);
+  EXPECT_EQ(d.at("tau").get<double>(), 1.0);
+  std::ifstream log(r.log);
+  std::string line;
+  ASSERT_TRUE(std::getline(log, line));
+  nlohmann::json rec = nlohmann::json::parse(line);
+  for (const char* k : {"val_accuracy_cls", "val_accuracy_dist", "val_accuracy_both"})
+    EXPECT_TRUE(rec.contains(k) && rec[k].is_number()) << k << " in " << line;
+  EXPECT_EQ(rec["val_accuracy_both"], rec["val_accuracy"]);
+  std::filesystem::remove_all(dir);
+}
+
+// DeiT's 'none': a distilled model trains its class head only — the distillation head keeps its
+// initial weights (no gradient reaches it, and AdamW skips parameters without one).
+TEST(DistillTrainer, NoneTrainsTheClassHeadOnly) {
+  const std::string dir = tmp_dir("none");
+  train::TrainConfig cfg = tiny_deit(dir + "/run");
+  train::TrainResult r = train::train_classifier(cfg);
+  auto trained = train::load_classifier(r.checkpoint);
+  manual_seed(cfg.seed);
+  auto init = models::create_model(cfg.model, cfg.model_config);
+  auto sd0 = init->state_dict(), sd1 = trained->state_dict();
+  std::map<std::string, Tensor> a(sd0.begin(), sd0.end()), b(sd1.begin(), sd1.end());
+  for (const char* k : {"head_dist.weight", "head_dist.bias"}) EXPECT_TENSOR_NEAR(b.at(k), a.at(k), 0, 0) << k;
+  EXPECT_FALSE(test::near(b.at("head.weight"), a.at("head.weight"), 0, 0)) << "the class head trains";
+  std::filesystem::remove_all(dir);
+}
