@@ -19,9 +19,10 @@ void print_result(const train::TrainResult& r);
 void add_demo(CLI::App& app) {
   auto* c = app.add_subcommand("demo", "train and evaluate the default model on Fashion-MNIST (the README's main job)");
   auto cfg = std::make_shared<train::TrainConfig>();
-  // The default: a small ViT (patch 7 -> 16 tokens + [class], D 128, depth 4, 4 heads), 3 epochs.
+  // The default: a small ViT (patch 7 -> 16 tokens + [class], D 128, depth 4, 4 heads), 5 epochs:
+  // 3 min 16 s and 83.7% test accuracy on 2 quiet cores (docs/results.md).
   cfg->model = "vit_fmnist_demo";
-  cfg->epochs = 3;
+  cfg->epochs = 5;
   cfg->augment = true;
   cfg->out = "runs/demo";
   auto threads = std::make_shared<int>(0);
