@@ -5,7 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <cstdio>
 #include <fstream>
 #include <mutex>
@@ -93,9 +95,15 @@ Tensors torch_ref(const std::string& func, const Tensors& inputs, const nlohmann
   std::lock_guard<std::mutex> lk(g_mu);
   io::TensorList list(inputs.begin(), inputs.end());
   const std::string blob = io::serialize_safetensors(list);
-  const std::string module = func.substr(0, func.find('.'));
-  const std::string src = read_all(source_dir() + "/tests/golden/gen/" + module + ".py") +
-                          read_all(source_dir() + "/tests/support/ref_server.py");
+  // Every golden script counts (they import shared helpers, e.g. timm_layers.py), in name order.
+  std::string src = read_all(source_dir() + "/tests/support/ref_server.py");
+  {
+    std::vector<std::string> scripts;
+    for (const auto& e : std::filesystem::directory_iterator(source_dir() + "/tests/golden/gen"))
+      if (e.path().extension() == ".py") scripts.push_back(e.path().string());
+    std::sort(scripts.begin(), scripts.end());
+    for (const auto& p : scripts) src += read_all(p);
+  }
   uint64_t h = fnv1a(func);
   h = fnv1a(src, h);
   h = fnv1a(args.dump(), h);

@@ -71,48 +71,7 @@ def torchvision_vit(inp, args):
 
 # ---- DeiT (timm's VisionTransformerDistilled) ----
 
-class _Attention(nn.Module):
-    def __init__(self, dim, heads):
-        super().__init__()
-        self.heads = heads
-        self.qkv = nn.Linear(dim, 3 * dim)
-        self.proj = nn.Linear(dim, dim)
-
-    def forward(self, x):
-        B, N, C = x.shape
-        qkv = self.qkv(x).reshape(B, N, 3, self.heads, C // self.heads).permute(2, 0, 3, 1, 4)
-        q, k, v = qkv.unbind(0)
-        att = ((q @ k.transpose(-2, -1)) * (C // self.heads) ** -0.5).softmax(dim=-1)
-        return self.proj((att @ v).transpose(1, 2).reshape(B, N, C))
-
-
-class _Mlp(nn.Module):
-    def __init__(self, dim, hidden):
-        super().__init__()
-        self.fc1 = nn.Linear(dim, hidden)
-        self.fc2 = nn.Linear(hidden, dim)
-
-    def forward(self, x):
-        return self.fc2(F.gelu(self.fc1(x)))
-
-
-class _Block(nn.Module):
-    def __init__(self, dim, heads, hidden):
-        super().__init__()
-        self.norm1 = nn.LayerNorm(dim, eps=1e-6)
-        self.attn = _Attention(dim, heads)
-        self.norm2 = nn.LayerNorm(dim, eps=1e-6)
-        self.mlp = _Mlp(dim, hidden)
-
-    def forward(self, x):
-        x = x + self.attn(self.norm1(x))
-        return x + self.mlp(self.norm2(x))
-
-
-class _PatchEmbed(nn.Module):
-    def __init__(self, in_ch, dim, patch):
-        super().__init__()
-        self.proj = nn.Conv2d(in_ch, dim, kernel_size=patch, stride=patch)
+from timm_layers import Attention as _Attention, Block as _Block, Mlp as _Mlp, PatchEmbed as _PatchEmbed  # noqa: F401
 
 
 class DeiT(nn.Module):
