@@ -3,7 +3,6 @@
 Inputs: "p.<name>" initial parameters, "x" batch input, "y" labels. Returns "logits1", "losses" (10),
 "g.<name>" gradients at step 1 and "p10.<name>" parameters after step 10.
 """
-import math
 
 import torch
 import torch.nn as nn
@@ -22,44 +21,11 @@ class Mlp(nn.Module):
         return self.head(F.relu(self.fc2(F.relu(self.fc1(x)))))
 
 
-class Attention(nn.Module):
-    def __init__(self, dim, heads):
-        super().__init__()
-        self.heads = heads
-        self.qkv = nn.Linear(dim, 3 * dim)
-        self.proj = nn.Linear(dim, dim)
-
-    def forward(self, x):
-        B, T, C = x.shape
-        hs = C // self.heads
-        qkv = self.qkv(x).reshape(B, T, 3, self.heads, hs).permute(2, 0, 3, 1, 4)
-        q, k, v = qkv[0], qkv[1], qkv[2]
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))
-        att = att.softmax(dim=-1)
-        return self.proj((att @ v).transpose(1, 2).reshape(B, T, C))
+from timm_layers import Block as _TimmBlock  # noqa: E402  (the same blocks the ViT references use)
 
 
-class MlpBlock(nn.Module):
-    def __init__(self, dim, hidden):
-        super().__init__()
-        self.fc1 = nn.Linear(dim, hidden)
-        self.fc2 = nn.Linear(hidden, dim)
-
-    def forward(self, x):
-        return self.fc2(F.gelu(self.fc1(x)))
-
-
-class Block(nn.Module):
-    def __init__(self, dim, heads):
-        super().__init__()
-        self.norm1 = nn.LayerNorm(dim, eps=1e-6)
-        self.attn = Attention(dim, heads)
-        self.norm2 = nn.LayerNorm(dim, eps=1e-6)
-        self.mlp = MlpBlock(dim, 4 * dim)
-
-    def forward(self, x):
-        x = x + self.attn(self.norm1(x))
-        return x + self.mlp(self.norm2(x))
+def Block(dim, heads):
+    return _TimmBlock(dim, heads, 4 * dim, eps=1e-6)
 
 
 class Encoder(nn.Module):
