@@ -3,7 +3,7 @@
 # Skips apt entirely when everything is already installed.
 set -euo pipefail
 pkgs=(g++ cmake ninja-build libdnnl-dev nlohmann-json3-dev libcli11-dev zlib1g-dev libpng-dev
-      libjpeg62-turbo-dev dataset-fashion-mnist)
+      libjpeg62-turbo-dev dataset-fashion-mnist libsentencepiece-dev pkg-config sword-text-kjv sword-text-sparv)
 if [[ "${1:-}" == "--test" ]]; then
   # libopenblas0-pthread: without it Debian's torch falls back to the reference BLAS (~1 GFLOP/s), which
   # would make every PyTorch peer in bench/ meaninglessly slow.
