@@ -29,6 +29,14 @@ void add_train_flags(CLI::App* c, train::TrainConfig& cfg, int& threads, std::st
   c->add_option("--label-smoothing", cfg.label_smoothing)->capture_default_str();
   c->add_option("--clip-grad", cfg.clip_grad, "global gradient-norm clip (0: off)")->capture_default_str();
   c->add_flag("--augment,!--no-augment", cfg.augment, "random crop (padding 2) + flip");
+  c->add_option("--rand-augment", cfg.rand_augment, "RandAugment: number of ops per image (0: off; DeiT: 2)")
+      ->capture_default_str();
+  c->add_option("--rand-augment-magnitude", cfg.rand_augment_magnitude, "RandAugment magnitude bin (0..30)")
+      ->capture_default_str();
+  c->add_option("--erase", cfg.erase_p, "random erasing probability (DeiT: 0.25)")->capture_default_str();
+  c->add_option("--mixup", cfg.mixup, "Mixup alpha (0: off; DeiT: 0.8)")->capture_default_str();
+  c->add_option("--cutmix", cfg.cutmix, "CutMix alpha (0: off; DeiT: 1.0)")->capture_default_str();
+  c->add_option("--ema-decay", cfg.ema_decay, "keep an EMA of the weights (0: off; e.g. 0.9998)")->capture_default_str();
   c->add_option("--seed", cfg.seed)->capture_default_str();
   c->add_option("--threads", threads, "threads (default: ATTN_NUM_THREADS or all cores)");
   c->add_option("--out", cfg.out, "output directory")->capture_default_str();
@@ -51,6 +59,7 @@ void finish_train_flags(train::TrainConfig& cfg, int threads, const std::string&
 void print_result(const train::TrainResult& r) {
   std::printf("test accuracy: %.2f%%  (test loss %.4f, val accuracy %.2f%%, %lld steps, %.0f img/s end to end)\n",
               100 * r.test_accuracy, r.test_loss, 100 * r.val_accuracy, (long long)r.steps, r.images_per_second);
+  if (!std::isnan(r.test_accuracy_ema)) std::printf("  EMA weights: %.2f%%\n", 100 * r.test_accuracy_ema);
   if (!std::isnan(r.test_accuracy_cls))
     std::printf("  class head alone: %.2f%%, distillation head alone: %.2f%%\n", 100 * r.test_accuracy_cls,
                 100 * r.test_accuracy_dist);

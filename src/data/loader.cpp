@@ -1,5 +1,6 @@
 // DataLoader: epoch permutations, per-example augmentation, one prefetch thread (double buffering).
 #include "attn/data/loader.h"
+#include "attn/data/augment.h"
 
 #include <algorithm>
 #include <numeric>
@@ -63,6 +64,9 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, LoaderOptions opt
   ATTN_CHECK(a.crop_padding >= 0, "DataLoader: expected augment.crop_padding >= 0, got ", a.crop_padding);
   ATTN_CHECK(a.hflip_p >= 0.0 && a.hflip_p <= 1.0, "DataLoader: expected augment.hflip_p in [0, 1], got ", a.hflip_p);
   ATTN_CHECK(a.erase_p >= 0.0 && a.erase_p <= 1.0, "DataLoader: expected augment.erase_p in [0, 1], got ", a.erase_p);
+  ATTN_CHECK(a.rand_augment_ops >= 0 && a.rand_augment_magnitude >= 0 && a.rand_augment_magnitude < 31,
+             "DataLoader: expected augment.rand_augment_ops >= 0 and a magnitude in [0, 31), got ",
+             a.rand_augment_ops, " ops at magnitude ", a.rand_augment_magnitude);
   if (a.erase_p > 0) {
     // Validates scale and ratio with random_erasing's own messages, without drawing.
     ErasingOptions e = erasing_options(a);
@@ -241,6 +245,8 @@ Batch DataLoader::make_batch(int64_t epoch, int64_t step) const {
       labels[k] = ds_->read(idx, dst);
     }
     if (a.hflip_p > 0 && hflip_param(a.hflip_p, g)) hflip_inplace(dst, c_, h_, w_);
+    if (a.rand_augment_ops > 0)
+      rand_augment_inplace(dst, c_, h_, w_, {.num_ops = a.rand_augment_ops, .magnitude = a.rand_augment_magnitude}, g);
     if (!opt_.mean.empty()) normalize_inplace(dst, c_, h_, w_, opt_.mean, opt_.std);
     if (a.erase_p > 0) erase_inplace(dst, c_, h_, w_, erasing_params(h_, w_, eopt, g), eopt.value);
   }

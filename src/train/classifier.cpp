@@ -11,6 +11,7 @@
 #include "attn/autograd/grad_mode.h"
 #include "attn/core/parallel.h"
 #include "attn/core/rng.h"
+#include "attn/data/augment.h"
 #include "attn/data/fashion_mnist.h"
 #include "attn/data/loader.h"
 #include "attn/io/checkpoint.h"
@@ -21,6 +22,7 @@
 #include "attn/optim/clip.h"
 #include "attn/optim/schedule.h"
 #include "attn/train/distill.h"
+#include "attn/train/ema.h"
 #include "attn/train/plot.h"
 #include "attn/train/progress.h"
 
@@ -259,6 +261,19 @@ TrainResult train_classifier(const TrainConfig& cfg_in) {
     lo.augment.crop_padding = 2;
     lo.augment.hflip_p = 0.5;
   }
+  lo.augment.rand_augment_ops = cfg.rand_augment;
+  lo.augment.rand_augment_magnitude = cfg.rand_augment_magnitude;
+  lo.augment.erase_p = cfg.erase_p;
+  const bool mixing = cfg.mixup > 0 || cfg.cutmix > 0;
+  ATTN_CHECK(cfg.mixup >= 0 && cfg.cutmix >= 0, "train: expected --mixup and --cutmix >= 0, got ", cfg.mixup, " and ",
+             cfg.cutmix);
+  ATTN_CHECK(!mixing || cfg.batch % 2 == 0, "train: Mixup/CutMix needs an even batch size, got ", cfg.batch);
+  ATTN_CHECK(cfg.ema_decay >= 0 && cfg.ema_decay < 1, "train: expected --ema-decay in [0, 1), got ", cfg.ema_decay);
+  data::MixupOptions mix_opt;
+  mix_opt.mixup_alpha = cfg.mixup;
+  mix_opt.cutmix_alpha = cfg.cutmix;
+  mix_opt.label_smoothing = cfg.label_smoothing;
+  mix_opt.num_classes = student_classes;
   data::DataLoader loader(train_ds, lo);
   const int64_t per_epoch = loader.batches_per_epoch();
   ATTN_CHECK(per_epoch > 0, "train: ", train_ds->size(), " training examples make no full batch of ", cfg.batch);
@@ -281,6 +296,12 @@ TrainResult train_classifier(const TrainConfig& cfg_in) {
     default_generator().set_state(train_state.at("rng_seed").get<uint64_t>(), train_state.at("rng_offset").get<uint64_t>());
     history = train_state.value("history", nlohmann::json::array());
     if (!cfg.quiet) std::fprintf(stderr, "resuming %s from step %lld\n", res.checkpoint.c_str(), (long long)step);
+  }
+  std::unique_ptr<ModelEma> ema;
+  const std::string ema_path = cfg.out + "/checkpoint_ema.safetensors";
+  if (cfg.ema_decay > 0) {
+    ema = std::make_unique<ModelEma>(ModelEma::of(*model, cfg.ema_decay));
+    if (cfg.resume && step > 0) io::load_checkpoint(ema_path, ema->module(), nullptr);
   }
   loader.seek_global(step);
   // The log is rewritten from the checkpoint's history, so records after it (a killed run) go.
@@ -307,6 +328,9 @@ TrainResult train_classifier(const TrainConfig& cfg_in) {
                          {"data", cfg.data}, {"mean", mean}, {"std", std},
                          {"epoch_acc", {ep_loss, ep_correct, ep_count, ep_steps}}};
     if (deit || teacher) ts["distill"] = distill_json;
+    // The EMA first: a checkpoint never points at an EMA file older than itself.
+    if (ema) io::save_checkpoint(ema_path, ema->module(), nullptr, {{"config", model_cfg}, {"ema_decay", cfg.ema_decay},
+                                                                    {"step", at_step}});
     io::save_checkpoint(res.checkpoint, *model, &opt, {{"config", model_cfg}, {"train_state", ts}});
   };
   auto write_plot = [&] {
@@ -338,20 +362,30 @@ TrainResult train_classifier(const TrainConfig& cfg_in) {
     data::Batch b = loader.next();
     sched.apply(opt, step);
     Tensor logits, loss;
+    Tensor x = b.images, target = b.labels;
+    if (mixing) {
+      // One generator position per step: the same step mixes the same way after a resume.
+      Generator mg(cfg.seed ^ 0x6d69787570ull);
+      mg.set_state(mg.seed(), uint64_t(step) << 16);
+      data::MixedBatch mb = data::mixup(b.images, b.labels, mix_opt, mg);
+      x = mb.images;
+      target = mb.targets;
+    }
     if (deit) {
       // DeiT: both heads; the teacher sees the same (augmented) batch, in eval mode, without grad.
-      auto [cls, dist] = deit->forward_heads(b.images);
+      auto [cls, dist] = deit->forward_heads(x);
       Tensor t;
       if (teacher) {
         NoGradGuard ng;
-        t = teacher->forward(b.images);
+        t = teacher->forward(x);
       }
-      loss = criterion(cls, dist, b.labels, t).total;
+      loss = criterion(cls, dist, target, t).total;
       NoGradGuard ng;
       logits = models::combine_distilled_heads(cls.detach(), dist.detach(), deit->distilled_output());
     } else {
-      logits = model->forward(b.images);
-      loss = cross_entropy(logits, b.labels, {.label_smoothing = cfg.label_smoothing});
+      logits = model->forward(x);
+      // Mixed targets already carry the label smoothing.
+      loss = cross_entropy(logits, target, {.label_smoothing = mixing ? 0.0 : cfg.label_smoothing});
     }
     const double lv = loss.item();
     if (!std::isfinite(lv)) {
@@ -364,6 +398,7 @@ TrainResult train_classifier(const TrainConfig& cfg_in) {
     if (cfg.clip_grad > 0) optim::clip_grad_norm_(model->parameters(), cfg.clip_grad);
     opt.step();
     opt.zero_grad();
+    if (ema) ema->update(*model);
     res.step_losses.push_back(lv);
     ++step;
     ++ep_steps;
@@ -428,6 +463,7 @@ TrainResult train_classifier(const TrainConfig& cfg_in) {
   res.test_loss = t.loss;
   res.test_accuracy_cls = t.accuracy_cls;
   res.test_accuracy_dist = t.accuracy_dist;
+  if (ema) res.test_accuracy_ema = evaluate(*ema->classifier(), *test_ds, mean, std, 256, cfg.limit_eval).accuracy;
   nlohmann::json m = {{"model", model_cfg}, {"steps", step}, {"test_accuracy", t.accuracy}, {"test_loss", t.loss},
                       {"val_accuracy", res.val_accuracy}, {"images_per_second", res.images_per_second},
                       {"threads", get_num_threads()}, {"seconds", secs}};
@@ -436,6 +472,13 @@ TrainResult train_classifier(const TrainConfig& cfg_in) {
     m["test_accuracy_cls"] = t.accuracy_cls;
     m["test_accuracy_dist"] = t.accuracy_dist;
   }
+  if (ema) {
+    m["ema_decay"] = cfg.ema_decay;
+    m["test_accuracy_ema"] = res.test_accuracy_ema;
+  }
+  m["recipe"] = {{"augment", cfg.augment}, {"rand_augment", cfg.rand_augment},
+                 {"rand_augment_magnitude", cfg.rand_augment_magnitude}, {"erase_p", cfg.erase_p},
+                 {"mixup", cfg.mixup}, {"cutmix", cfg.cutmix}, {"label_smoothing", cfg.label_smoothing}};
   io::write_file_atomic(res.metrics, m.dump(2) + "\n");
   return res;
 }

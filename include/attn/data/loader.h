@@ -46,7 +46,9 @@ struct Augment {
   double erase_p = 0.0;        // > 0: RandomErasing(p, scale, ratio, value = 0), after normalisation
   double erase_scale_lo = 0.02, erase_scale_hi = 0.33;
   double erase_ratio_lo = 0.3, erase_ratio_hi = 3.3;
-  bool any() const { return crop_padding > 0 || hflip_p > 0 || erase_p > 0; }
+  int64_t rand_augment_ops = 0;        // > 0: RandAugment(num_ops, magnitude) after crop + flip (data/augment.h)
+  int64_t rand_augment_magnitude = 9;
+  bool any() const { return crop_padding > 0 || hflip_p > 0 || erase_p > 0 || rand_augment_ops > 0; }
 };
 
 struct LoaderOptions {

@@ -41,6 +41,16 @@ struct TrainConfig {
   double label_smoothing = 0.1;
   double clip_grad = 0.0;          // 0: no clipping
   bool augment = false;            // random crop (padding 2) + horizontal flip
+  // The DeiT recipe's extras (each off at 0): RandAugment(N, M) in the loader, random erasing,
+  // Mixup / CutMix (timm's Mixup, mode "batch", drawn from a per-step generator so resume is exact),
+  // and an EMA of the weights (timm's ModelEmaV2) kept in OUT/checkpoint_ema.safetensors and
+  // evaluated beside the model at the end.
+  int64_t rand_augment = 0;        // N ops
+  int64_t rand_augment_magnitude = 9;
+  double erase_p = 0.0;
+  double mixup = 0.0;              // mixup alpha
+  double cutmix = 0.0;             // cutmix alpha
+  double ema_decay = 0.0;          // e.g. 0.9998
   uint64_t seed = 0;
   std::string out = "runs/default";
   int64_t checkpoint_every = 0;    // steps; 0: at the end of each epoch only
@@ -75,6 +85,7 @@ struct EvalResult {
 struct TrainResult {
   double test_accuracy = 0, test_loss = 0, val_accuracy = 0;
   double test_accuracy_cls = NAN, test_accuracy_dist = NAN;   // distilled models (see EvalResult)
+  double test_accuracy_ema = NAN;  // the EMA weights (ema_decay > 0)
   double final_train_loss = 0;
   double images_per_second = 0;    // end to end, with loading and augmentation
   int64_t steps = 0;
