@@ -12,6 +12,9 @@ void add_demo(CLI::App& app);
 void add_predict(CLI::App& app);
 void add_explain(CLI::App& app);
 void add_convert(CLI::App& app);
+void add_translate(CLI::App& app);
+void add_align(CLI::App& app);
+void add_bench(CLI::App&);
 
 
 // Applies --threads (0 = ATTN_NUM_THREADS or all cores).

@@ -4,6 +4,8 @@
 //   attn train --model mlp --epochs 5 --out runs/mlp
 //   attn eval runs/mlp/checkpoint.safetensors
 //   attn info mlp
+//   attn train --model transformer --data bible-en-es --out runs/tf
+//   attn translate runs/tf/checkpoint.safetensors "In the beginning" --beam 4
 #include <cstdio>
 
 #include "attn/attn.h"
@@ -19,6 +21,9 @@ int main(int argc, char** argv) {
   attn::cli::add_predict(app);
   attn::cli::add_explain(app);
   attn::cli::add_convert(app);
+  attn::cli::add_translate(app);
+  attn::cli::add_align(app);
+  attn::cli::add_bench(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -18,6 +18,7 @@ cmake --install build/test --prefix build/install >/dev/null
 cmake -S examples -B build/examples -G Ninja -DCMAKE_PREFIX_PATH="$PWD/build/install" >/dev/null
 cmake --build build/examples -j "$jobs"
 ./build/examples/train_mlp
+./build/examples/classify
 
 echo "== [2/3] ASan + UBSan build + unit tests (slow tests excluded)"
 cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTN_SANITIZE=ON \

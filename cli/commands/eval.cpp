@@ -4,7 +4,9 @@
 #include "attn/attn.h"
 #include "attn/data/fashion_mnist.h"
 #include "attn/io/checkpoint.h"
+#include "attn/io/safetensors.h"
 #include "attn/train/classifier.h"
+#include "attn/train/seq2seq.h"
 #include "../commands.h"
 
 namespace attn::cli {
@@ -14,20 +16,54 @@ void add_eval(CLI::App& app) {
   struct Opts {
     std::string ckpt, data = "fashion-mnist", data_dir = data::FashionMnist::kDefaultDir, split = "test";
     int threads = 0;
-    int64_t limit = 0, batch = 256;
+    int64_t limit = 0, batch = 256, beam = 4;
+    double length_penalty = 0.6;
     bool json = false;
+    std::string hyps_out;
   };
   auto o = std::make_shared<Opts>();
   c->add_option("checkpoint", o->ckpt, "an attn checkpoint (.safetensors)")->required();
   c->add_option("--data", o->data)->capture_default_str();
   c->add_option("--data-dir", o->data_dir)->capture_default_str();
   c->add_option("--split", o->split, "train | val | test")->capture_default_str();
-  c->add_option("--limit", o->limit, "first N images only");
+  c->add_option("--limit", o->limit, "first N images (translation: sentence pairs) only");
+  c->add_option("--beam", o->beam, "translation models: beam size (1: greedy)")->capture_default_str();
+  c->add_option("--length-penalty", o->length_penalty, "translation models: GNMT length penalty alpha")
+      ->capture_default_str();
+  c->add_option("--hyps", o->hyps_out, "translation models: also write the hypotheses, one per line");
   c->add_option("--batch", o->batch)->capture_default_str();
   c->add_option("--threads", o->threads);
   c->add_flag("--json", o->json, "print one JSON object");
   c->callback([o] {
     apply_threads(o->threads);
+    if (train::is_translation_checkpoint(o->ckpt)) {
+      // Corpus BLEU (sacreBLEU's default) on the checkpoint's own data split.
+      train::Translator tr = train::load_translator(o->ckpt);
+      const auto& d = tr.metadata().at("data");
+      ATTN_CHECK(o->split == "test" || o->split == "dev" || o->split == "val", "eval: translation splits are dev | "
+                 "test, got '", o->split, "'");
+      data::PairSplits sp = train::load_translation_data(
+          d.at("data").get<std::string>(), d.at("seed").get<uint64_t>(), "/usr/share/sword",
+          d.at("synthetic_size").get<int64_t>(), d.at("dev_count").get<int64_t>(), d.at("test_count").get<int64_t>());
+      std::vector<data::TextPair> pairs = o->split == "test" ? sp.test : sp.dev;
+      if (o->limit > 0 && int64_t(pairs.size()) > o->limit) pairs.resize(size_t(o->limit));
+      std::vector<std::string> hyps;
+      text::BleuScore s = tr.bleu(pairs, o->beam, o->length_penalty, &hyps);
+      if (!o->hyps_out.empty()) {
+        std::string text;
+        for (const auto& h : hyps) text += h + "\n";
+        io::write_file_atomic(o->hyps_out, text);
+      }
+      if (o->json) {
+        std::printf("%s\n", nlohmann::json({{"checkpoint", o->ckpt}, {"split", o->split}, {"bleu", s.score},
+                                            {"bleu_line", s.format()}, {"sentences", pairs.size()},
+                                            {"beam", o->beam}}).dump().c_str());
+      } else {
+        std::printf("%s on %s/%s (%zu sentences, beam %lld): %s\n", o->ckpt.c_str(), d.at("data").get<std::string>().c_str(),
+                    o->split.c_str(), pairs.size(), (long long)o->beam, s.format().c_str());
+      }
+      return;
+    }
     ATTN_CHECK(o->data == "fashion-mnist", "eval: unknown dataset '", o->data, "' (known: fashion-mnist)");
     auto model = train::load_classifier(o->ckpt);
     auto ds = data::FashionMnist::load(o->data_dir, data::parse_split(o->split));

@@ -1,12 +1,15 @@
 // attn train: train an image classifier (see include/attn/train/classifier.h), optionally with DeiT
-// distillation from a teacher checkpoint:
+// distillation from a teacher checkpoint, or a translation model (include/attn/train/seq2seq.h):
+//   attn train --model transformer --data bible-en-es --model-config '{"d_model": 256}' --max-minutes 60
 //   attn train --model resnet_fmnist --epochs 10 --augment --out runs/resnet
 //   attn train --model deit_fmnist_distilled --teacher runs/resnet/checkpoint.safetensors --distill hard
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
 
 #include "attn/attn.h"
 #include "attn/train/classifier.h"
+#include "attn/train/seq2seq.h"
 #include "../commands.h"
 
 namespace attn::cli {
@@ -80,9 +83,59 @@ void add_train(CLI::App& app) {
       ->capture_default_str();
   c->add_option("--alpha", cfg->alpha, "distillation weight: (1 - alpha) CE + alpha distill")->capture_default_str();
   c->add_option("--tau", cfg->tau, "soft distillation temperature")->capture_default_str();
-  c->callback([cfg, threads, model_json] {
+  // Translation models (--model transformer | rnn-attention): their own flags; the shared ones above
+  // (--data, --epochs, --lr, --seed, --out, ...) apply when given.
+  auto sq = std::make_shared<train::Seq2SeqConfig>();
+  auto* g = "translation models (--model transformer | rnn-attention)";
+  c->add_option("--max-tokens", sq->max_tokens, "tokens per batch (B x longest side)")->group(g)->capture_default_str();
+  c->add_option("--max-length", sq->max_length, "drop longer training pairs (tokens)")->group(g)->capture_default_str();
+  c->add_option("--vocab-size", sq->vocab_size, "SentencePiece vocabulary (joint)")->group(g)->capture_default_str();
+  c->add_option("--tokenizer", sq->tokenizer, "auto | unigram | bpe | char")->group(g)->capture_default_str();
+  c->add_option("--warmup-steps", sq->warmup_steps, "inverse-sqrt schedule warm-up")->group(g)->capture_default_str();
+  c->add_option("--max-minutes", sq->max_minutes, "stop training after this wall time, then evaluate")->group(g);
+  c->add_option("--eval-every", sq->eval_every, "steps between dev evaluations (0: each epoch)")->group(g);
+  c->add_option("--eval-sentences", sq->eval_sentences, "dev sentences decoded for the logged BLEU")->group(g)
+      ->capture_default_str();
+  c->add_option("--beam", sq->beam, "beam size for the final test BLEU (1: greedy)")->group(g)->capture_default_str();
+  c->add_option("--synthetic-size", sq->synthetic_size, "pairs of a synthetic:<task> dataset")->group(g)
+      ->capture_default_str();
+  c->add_option("--limit-test", sq->limit_test, "decode only the first N test pairs")->group(g);
+  c->callback([c, cfg, sq, threads, model_json] {
     finish_train_flags(*cfg, *threads, *model_json);
-    print_result(train::train_classifier(*cfg));
+    const auto names = models::seq2seq_names();
+    if (std::find(names.begin(), names.end(), cfg->model) == names.end()) {
+      print_result(train::train_classifier(*cfg));
+      return;
+    }
+    train::Seq2SeqConfig& s = *sq;
+    s.model = cfg->model;
+    s.model_config = cfg->model_config;
+    auto given = [&](const char* flag) { return c->count(flag) > 0; };
+    if (given("--data")) s.data = cfg->data;
+    if (given("--epochs")) s.epochs = cfg->epochs;
+    if (given("--lr")) s.lr = cfg->lr;
+    if (given("--seed")) s.seed = cfg->seed;
+    s.out = given("--out") ? cfg->out : "runs/" + cfg->model;
+    if (given("--label-smoothing")) s.label_smoothing = cfg->label_smoothing;
+    if (given("--clip-grad")) s.clip_grad = cfg->clip_grad;
+    if (given("--wd")) s.weight_decay = cfg->weight_decay;
+    if (given("--ckpt-every")) s.checkpoint_every = cfg->checkpoint_every;
+    if (given("--max-steps")) s.max_steps = cfg->max_steps;
+    if (given("--limit-train")) s.limit_train = cfg->limit_train;
+    s.resume = cfg->resume;
+    for (const char* f : {"--batch", "--augment", "--teacher", "--mixup", "--cutmix", "--rand-augment", "--ema-decay"})
+      ATTN_CHECK(!given(f), "train: ", f, " applies to image models, not to ", cfg->model,
+                 " (translation batches are sized with --max-tokens)");
+    train::Seq2SeqResult r = train::train_seq2seq(s);
+    if (r.test_bleu_line.empty()) {
+      std::printf("stopped after step %lld\n", (long long)r.steps);
+      return;
+    }
+    std::printf("test %s\n  exact match %.2f%%  (%lld steps, %.0f target tokens/s, %.1f min of training)\n",
+                r.test_bleu_line.c_str(), 100 * r.test_exact_match, (long long)r.steps, r.tokens_per_second,
+                r.train_seconds / 60);
+    std::printf("checkpoint: %s\nlog:        %s\ncurve:      %s\nmetrics:    %s\nsamples:    %s\n",
+                r.checkpoint.c_str(), r.log.c_str(), r.plot.c_str(), r.metrics.c_str(), r.samples.c_str());
   });
 }
 

@@ -1,0 +1,199 @@
+// attn bench --model NAME [--weights W] [--batch B] [--threads T] [--iters N] [--warmup W] [--json]:
+// inference latency of an image classifier in eval mode without gradients.
+//
+//   attn bench --model vit_base_patch16_224 --batch 1 --threads 2
+//
+// Prints the latency median and p90 over N timed forward passes (after W warm-up passes), images/s,
+// GFLOP/s (2 x the model's macs_per_image x batch / median), the fraction of the GEMM ceiling measured
+// in the same run (a 2048^3 f32 matmul through attn's matmul, i.e. oneDNN, timed for --gemm-seconds;
+// the best repetition counts), and the peak resident memory (VmHWM of /proc/self/status) after loading
+// and after the timed passes (steady state). The ceiling is measured last, so its buffers do not count
+// in the steady-state peak. Weights are random (the registry's init) unless --weights gives an attn
+// checkpoint or foreign ViT/DeiT weights (timm / hf / torchvision layout, detected from the keys).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "attn/attn.h"
+#include "attn/core/parallel.h"
+#include "attn/io/checkpoint.h"
+#include "attn/io/name_maps.h"
+#include "attn/ops/matmul.h"
+#include "attn/train/classifier.h"
+#include "../commands.h"
+
+namespace attn::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// A "VmHWM:   123456 kB" line of /proc/self/status, in bytes (0 where /proc is absent).
+int64_t proc_status_bytes(const char* key) {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  const std::string k = std::string(key) + ":";
+  while (std::getline(f, line))
+    if (line.rfind(k, 0) == 0) return std::stoll(line.substr(k.size())) * 1024;
+  return 0;
+}
+
+// nearest-rank percentile of sorted values
+double percentile(const std::vector<double>& sorted, double q) {
+  const size_t n = sorted.size();
+  if (n == 0) return 0;
+  if (q == 0.5) return n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  const size_t idx = std::min(n - 1, size_t(std::max(0.0, std::ceil(q * double(n)) - 1)));
+  return sorted[idx];
+}
+
+bool is_attn_checkpoint(const std::string& path) {
+  try {
+    io::read_checkpoint_metadata(path);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+// GFLOP/s of an n^3 f32 matmul, the best of the repetitions run within `budget_s` (at least 2).
+double gemm_ceiling_gflops(int64_t n, double budget_s) {
+  Generator g(1);
+  const Tensor a = randn({n, n}, g), b = randn({n, n}, g);
+  NoGradGuard ng;
+  (void)matmul(a, b);   // primitive creation and first touch
+  double best = 1e30;
+  const auto t0 = Clock::now();
+  for (int r = 0; r < 2 || seconds_since(t0) < budget_s; ++r) {
+    const auto t = Clock::now();
+    Tensor c = matmul(a, b);
+    best = std::min(best, seconds_since(t));
+  }
+  return 2.0 * double(n) * double(n) * double(n) / best / 1e9;
+}
+
+}  // namespace
+
+void add_bench(CLI::App& app) {
+  auto* c = app.add_subcommand("bench", "inference latency, throughput, GEMM-ceiling fraction and memory of a model");
+  struct Opts {
+    std::string model, weights, format = "auto", dtype = "f32";
+    int64_t batch = 1, iters = 20, warmup = 3, gemm_size = 2048;
+    double gemm_seconds = 1.0;
+    bool json = false;
+    int threads = 0;
+  };
+  auto o = std::make_shared<Opts>();
+  c->add_option("--model", o->model, "registry name (see `attn info --list`)")->required();
+  c->add_option("--weights", o->weights, "attn checkpoint or foreign ViT/DeiT weights (default: random weights)");
+  c->add_option("--format", o->format, "auto | timm | hf | torchvision (layout of foreign --weights)")
+      ->capture_default_str();
+  c->add_option("--batch", o->batch, "images per forward pass")->capture_default_str();
+  c->add_option("--iters", o->iters, "timed forward passes")->capture_default_str();
+  c->add_option("--warmup", o->warmup, "untimed forward passes first")->capture_default_str();
+  c->add_option("--dtype", o->dtype, "f32 (bf16 is not supported on this CPU)")->capture_default_str();
+  c->add_option("--gemm-seconds", o->gemm_seconds, "how long to time the GEMM ceiling")->capture_default_str();
+  c->add_option("--gemm-size", o->gemm_size, "the ceiling's square matmul size")->capture_default_str();
+  c->add_flag("--json", o->json, "print one JSON object");
+  c->add_option("--threads", o->threads, "threads (default: ATTN_NUM_THREADS or all cores)");
+  c->callback([o] {
+    apply_threads(o->threads);
+    ATTN_CHECK(o->batch >= 1, "bench: expected --batch >= 1, got ", o->batch);
+    ATTN_CHECK(o->iters >= 1, "bench: expected --iters >= 1, got ", o->iters);
+    ATTN_CHECK(o->warmup >= 0, "bench: expected --warmup >= 0, got ", o->warmup);
+    ATTN_CHECK(o->gemm_size >= 16, "bench: expected --gemm-size >= 16, got ", o->gemm_size);
+    ATTN_CHECK(o->gemm_seconds >= 0, "bench: expected --gemm-seconds >= 0, got ", o->gemm_seconds);
+    ATTN_CHECK(o->dtype == "f32" || o->dtype == "bf16", "bench: expected --dtype f32 or bf16, got '", o->dtype, "'");
+    ATTN_CHECK(o->dtype != "bf16", "bench: --dtype bf16 is not supported on this CPU (no AVX-512 BF16 / AMX "
+               "bf16 path in this build); use --dtype f32");
+
+    const auto t_load = Clock::now();
+    std::shared_ptr<models::ImageClassifier> model;
+    std::string weights_desc = "random";
+    if (o->weights.empty()) {
+      model = models::create_model(o->model);
+    } else if (is_attn_checkpoint(o->weights)) {
+      model = train::load_classifier(o->weights);
+      weights_desc = "attn checkpoint";
+    } else {
+      io::ForeignVitOptions opt;
+      opt.model = o->model;
+      if (o->format != "auto") opt.format = io::parse_weight_format(o->format);
+      model = io::load_foreign_vit(io::with_aliases(io::load_safetensors(o->weights)), opt).model;
+      weights_desc = "foreign";
+    }
+    model->eval();
+    const double load_s = seconds_since(t_load);
+    const int64_t hwm_load = proc_status_bytes("VmHWM");
+
+    const nlohmann::json cfg = model->config();
+    ATTN_CHECK(cfg.contains("image_size") && cfg.contains("in_channels"), "bench: model '", o->model,
+               "' has no image_size / in_channels in its config: not an image classifier");
+    const int64_t s = cfg["image_size"].get<int64_t>(), ch = cfg["in_channels"].get<int64_t>();
+    Generator g(0);
+    const Tensor x = randn({o->batch, ch, s, s}, g);
+    std::vector<double> times;
+    {
+      NoGradGuard ng;
+      for (int64_t i = 0; i < o->warmup; ++i) (void)model->forward(x);
+      for (int64_t i = 0; i < o->iters; ++i) {
+        const auto t = Clock::now();
+        Tensor y = model->forward(x);
+        times.push_back(seconds_since(t));
+      }
+    }
+    const int64_t hwm_steady = proc_status_bytes("VmHWM"), rss_steady = proc_status_bytes("VmRSS");
+    std::sort(times.begin(), times.end());
+    const double median = percentile(times, 0.5), p90 = percentile(times, 0.9);
+    const int64_t macs = model->macs_per_image();
+    const double gflops = 2.0 * double(macs) * double(o->batch) / median / 1e9;
+    const double ceiling = o->gemm_seconds > 0 ? gemm_ceiling_gflops(o->gemm_size, o->gemm_seconds) : 0.0;
+    const double images_s = double(o->batch) / median;
+    int64_t params_bytes = 0;
+    for (const Tensor& p : model->parameters()) params_bytes += p.numel() * int64_t(sizeof(float));
+
+    if (o->json) {
+      nlohmann::json j = {{"model", o->model},
+                          {"weights", weights_desc},
+                          {"dtype", o->dtype},
+                          {"batch", o->batch},
+                          {"threads", get_num_threads()},
+                          {"iters", o->iters},
+                          {"warmup", o->warmup},
+                          {"load_s", load_s},
+                          {"latency_ms", {{"median", median * 1e3}, {"p90", p90 * 1e3},
+                                          {"min", times.front() * 1e3}, {"max", times.back() * 1e3}}},
+                          {"images_per_s", images_s},
+                          {"gmacs_per_image", double(macs) / 1e9},
+                          {"gflops", gflops},
+                          {"gemm_ceiling_gflops", ceiling},
+                          {"gemm_fraction", ceiling > 0 ? gflops / ceiling : 0.0},
+                          {"weights_mb", double(params_bytes) / 1e6},
+                          {"peak_rss_load_mb", double(hwm_load) / 1e6},
+                          {"peak_rss_steady_mb", double(hwm_steady) / 1e6},
+                          {"rss_steady_mb", double(rss_steady) / 1e6}};
+      std::printf("%s\n", j.dump().c_str());
+    } else {
+      std::printf("%s  batch %lld  threads %d  f32  %s weights (%.1f MB), loaded in %.2f s\n", o->model.c_str(),
+                  (long long)o->batch, get_num_threads(), weights_desc.c_str(), double(params_bytes) / 1e6, load_s);
+      std::printf("latency     median %.2f ms  p90 %.2f ms  (min %.2f, max %.2f; %lld timed after %lld warm-up)\n",
+                  median * 1e3, p90 * 1e3, times.front() * 1e3, times.back() * 1e3, (long long)o->iters,
+                  (long long)o->warmup);
+      std::printf("throughput  %.2f images/s  %.1f GFLOP/s (%.3f GMACs/image)\n", images_s, gflops, double(macs) / 1e9);
+      if (ceiling > 0)
+        std::printf("GEMM        ceiling %.1f GFLOP/s (%lld^3 f32 matmul): model at %.1f%% of it\n", ceiling,
+                    (long long)o->gemm_size, 100.0 * gflops / ceiling);
+      std::printf("memory      peak RSS after load %.1f MB, steady state peak %.1f MB (RSS now %.1f MB)\n",
+                  double(hwm_load) / 1e6, double(hwm_steady) / 1e6, double(rss_steady) / 1e6);
+    }
+    std::fflush(stdout);
+  });
+}
+
+}  // namespace attn::cli

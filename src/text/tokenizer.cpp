@@ -1,0 +1,226 @@
+// SentencePiece and character tokenizers (include/attn/text/tokenizer.h).
+#include "attn/text/tokenizer.h"
+
+#include <sentencepiece_processor.h>
+#include <sentencepiece_trainer.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+
+#include "attn/core/error.h"
+#include "attn/text/utf8.h"
+
+namespace attn::text {
+
+namespace {
+
+constexpr std::string_view kMagic = "attn-tokenizer 1 ";
+
+std::string header(const std::string& kind) { return std::string(kMagic) + kind + "\n"; }
+
+// Feeds a vector of sentences to the trainer without files.
+class VectorIterator : public sentencepiece::SentenceIterator {
+ public:
+  explicit VectorIterator(const std::vector<std::string>& v) : v_(v) {}
+  bool done() const override { return i_ >= v_.size(); }
+  void Next() override { ++i_; }
+  const std::string& value() const override { return v_[i_]; }
+  sentencepiece::util::Status status() const override { return {}; }
+
+ private:
+  const std::vector<std::string>& v_;
+  size_t i_ = 0;
+};
+
+void check_id(int64_t id, int64_t n, const char* who) {
+  ATTN_CHECK(id >= 0 && id < n, who, ": expected token ids in [0, ", n, "), got ", id);
+}
+
+}  // namespace
+
+// ---- Tokenizer ----
+
+std::unique_ptr<Tokenizer> Tokenizer::deserialize(std::string bytes) {
+  ATTN_CHECK(bytes.compare(0, kMagic.size(), kMagic) == 0,
+             "Tokenizer::deserialize: expected bytes starting with 'attn-tokenizer 1 ', found ",
+             bytes.size() < 4 ? std::string("too few bytes") : "'" + bytes.substr(0, 16) + "'");
+  const size_t nl = bytes.find('\n', kMagic.size());
+  ATTN_CHECK(nl != std::string::npos && nl - kMagic.size() <= 32,
+             "Tokenizer::deserialize: expected a kind and a newline after the magic, found none");
+  const std::string kind = bytes.substr(kMagic.size(), nl - kMagic.size());
+  const std::string_view payload = std::string_view(bytes).substr(nl + 1);
+  if (kind == "sentencepiece") return SentencePieceTokenizer::from_serialized_proto(payload);
+  if (kind == "char") return std::make_unique<CharTokenizer>(decode_utf8(payload, "Tokenizer::deserialize: char alphabet"));
+  fail("Tokenizer::deserialize: unknown tokenizer kind '", kind, "', expected sentencepiece or char");
+}
+
+// ---- SentencePiece ----
+
+SentencePieceTokenizer::SentencePieceTokenizer() : sp_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {}
+SentencePieceTokenizer::~SentencePieceTokenizer() = default;
+
+std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::train(const std::vector<std::string>& sentences,
+                                                                      int64_t vocab_size,
+                                                                      const std::string& model_type,
+                                                                      double character_coverage) {
+  SentencePieceOptions o;
+  o.vocab_size = vocab_size;
+  o.model_type = model_type;
+  o.character_coverage = character_coverage;
+  return train(sentences, o);
+}
+
+std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::train(const std::vector<std::string>& sentences,
+                                                                      const SentencePieceOptions& o) {
+  ATTN_CHECK(o.model_type == "unigram" || o.model_type == "bpe",
+             "SentencePieceTokenizer::train: expected model_type unigram or bpe, got '", o.model_type, "'");
+  ATTN_CHECK(o.vocab_size > 4, "SentencePieceTokenizer::train: expected vocab_size > 4, got ", o.vocab_size);
+  ATTN_CHECK(o.character_coverage > 0 && o.character_coverage <= 1,
+             "SentencePieceTokenizer::train: expected character_coverage in (0, 1], got ", o.character_coverage);
+  ATTN_CHECK(!sentences.empty(), "SentencePieceTokenizer::train: expected at least one sentence, got none");
+  for (size_t i = 0; i < sentences.size(); ++i)
+    check_utf8(sentences[i], detail::cat("SentencePieceTokenizer::train: sentence ", i));
+  std::ostringstream cov;
+  cov.precision(17);
+  cov << o.character_coverage;
+  const std::unordered_map<std::string, std::string> kwargs = {
+      {"model_type", o.model_type},
+      {"vocab_size", std::to_string(o.vocab_size)},
+      {"character_coverage", cov.str()},
+      {"normalization_rule_name", o.normalization},
+      {"pad_id", "0"}, {"unk_id", "1"}, {"bos_id", "2"}, {"eos_id", "3"},
+      {"num_threads", std::to_string(std::max(1, o.num_threads))},
+      {"max_sentence_length", std::to_string(o.max_sentence_length)},
+      {"input_sentence_size", "0"},          // every sentence, no sampling
+      {"shuffle_input_sentence", "false"},
+      {"minloglevel", "1"},                  // no INFO lines on stderr
+  };
+  VectorIterator it(sentences);
+  std::string proto;
+  const auto status = sentencepiece::SentencePieceTrainer::Train(kwargs, &it, &proto);
+  ATTN_CHECK(status.ok(), "SentencePieceTokenizer::train (", o.model_type, ", vocab ", o.vocab_size, ", ",
+             sentences.size(), " sentences): ", status.ToString());
+  return from_serialized_proto(proto);
+}
+
+std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::from_serialized_proto(std::string_view proto) {
+  std::unique_ptr<SentencePieceTokenizer> t(new SentencePieceTokenizer());
+  const auto status = t->sp_->LoadFromSerializedProto(proto);
+  ATTN_CHECK(status.ok(), "SentencePieceTokenizer: expected a serialized SentencePiece ModelProto (",
+             proto.size(), " bytes), found: ", status.ToString());
+  const auto& sp = *t->sp_;
+  ATTN_CHECK(sp.pad_id() == kPadId && sp.unk_id() == kUnkId && sp.bos_id() == kBosId && sp.eos_id() == kEosId,
+             "SentencePieceTokenizer: expected special ids pad 0, unk 1, bos 2, eos 3 (models/seq2seq.h), "
+             "found pad ", sp.pad_id(), ", unk ", sp.unk_id(), ", bos ", sp.bos_id(), ", eos ", sp.eos_id());
+  t->proto_ = std::string(proto);
+  return t;
+}
+
+std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::load(const std::string& model_path) {
+  std::ifstream f(model_path, std::ios::binary);
+  ATTN_CHECK(bool(f), "SentencePieceTokenizer::load: cannot open ", model_path);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  try {
+    return from_serialized_proto(ss.str());
+  } catch (const Error& e) {
+    fail(model_path, ": ", e.what());
+  }
+}
+
+std::vector<int64_t> SentencePieceTokenizer::encode(std::string_view text) const {
+  check_utf8(text, "SentencePieceTokenizer::encode");
+  std::vector<int> ids;
+  const auto status = sp_->Encode(text, &ids);
+  ATTN_CHECK(status.ok(), "SentencePieceTokenizer::encode: ", status.ToString());
+  return std::vector<int64_t>(ids.begin(), ids.end());
+}
+
+std::string SentencePieceTokenizer::decode(const std::vector<int64_t>& ids) const {
+  const int64_t n = vocab_size();
+  std::vector<int> keep;
+  keep.reserve(ids.size());
+  for (int64_t id : ids) {
+    check_id(id, n, "SentencePieceTokenizer::decode");
+    if (id == kPadId || id == kBosId || id == kEosId) continue;
+    keep.push_back(int(id));
+  }
+  std::string out;
+  const auto status = sp_->Decode(keep, &out);
+  ATTN_CHECK(status.ok(), "SentencePieceTokenizer::decode: ", status.ToString());
+  return out;
+}
+
+int64_t SentencePieceTokenizer::vocab_size() const { return sp_->GetPieceSize(); }
+
+std::string SentencePieceTokenizer::id_to_piece(int64_t id) const {
+  check_id(id, vocab_size(), "SentencePieceTokenizer::id_to_piece");
+  return sp_->IdToPiece(int(id));
+}
+
+std::string SentencePieceTokenizer::serialize() const { return header("sentencepiece") + proto_; }
+
+// ---- characters ----
+
+CharTokenizer::CharTokenizer(std::u32string alphabet) : alphabet_(std::move(alphabet)) {
+  index_.reserve(alphabet_.size());
+  for (size_t i = 0; i < alphabet_.size(); ++i) {
+    const char32_t c = alphabet_[i];
+    ATTN_CHECK(c <= 0x10FFFF && !(c >= 0xD800 && c <= 0xDFFF), "CharTokenizer: expected Unicode scalar values, got ",
+               uint32_t(c), " at position ", i);
+    index_.emplace_back(c, int64_t(i) + 4);
+  }
+  std::sort(index_.begin(), index_.end());
+  for (size_t i = 1; i < index_.size(); ++i)
+    ATTN_CHECK(index_[i].first != index_[i - 1].first, "CharTokenizer: expected distinct code points, U+",
+               uint32_t(index_[i].first), " appears twice");
+}
+
+std::unique_ptr<CharTokenizer> CharTokenizer::build(const std::vector<std::string>& texts, int64_t min_count) {
+  std::unordered_map<char32_t, int64_t> counts;
+  for (size_t i = 0; i < texts.size(); ++i)
+    for (char32_t c : decode_utf8(texts[i], detail::cat("CharTokenizer::build: text ", i))) ++counts[c];
+  std::u32string alphabet;
+  for (const auto& [c, n] : counts)
+    if (n >= min_count) alphabet.push_back(c);
+  std::sort(alphabet.begin(), alphabet.end());
+  return std::make_unique<CharTokenizer>(std::move(alphabet));
+}
+
+std::vector<int64_t> CharTokenizer::encode(std::string_view text) const {
+  const std::u32string cps = decode_utf8(text, "CharTokenizer::encode");
+  std::vector<int64_t> ids;
+  ids.reserve(cps.size());
+  for (char32_t c : cps) {
+    auto it = std::lower_bound(index_.begin(), index_.end(), std::make_pair(c, int64_t(0)));
+    ids.push_back(it != index_.end() && it->first == c ? it->second : kUnkId);
+  }
+  return ids;
+}
+
+std::string CharTokenizer::decode(const std::vector<int64_t>& ids) const {
+  const int64_t n = vocab_size();
+  std::string out;
+  for (int64_t id : ids) {
+    check_id(id, n, "CharTokenizer::decode");
+    if (id == kPadId || id == kBosId || id == kEosId) continue;
+    if (id == kUnkId) out += "\xE2\x81\x87";   // U+2047
+    else append_utf8(out, alphabet_[size_t(id - 4)]);
+  }
+  return out;
+}
+
+std::string CharTokenizer::id_to_piece(int64_t id) const {
+  check_id(id, vocab_size(), "CharTokenizer::id_to_piece");
+  static const char* kSpecial[4] = {"<pad>", "<unk>", "<s>", "</s>"};
+  if (id < 4) return kSpecial[id];
+  std::string s;
+  append_utf8(s, alphabet_[size_t(id - 4)]);
+  return s;
+}
+
+std::string CharTokenizer::serialize() const { return header("char") + encode_utf8(alphabet_); }
+
+}  // namespace attn::text

@@ -1,0 +1,287 @@
+// The Transformer against torch.nn.Transformer (1.13, batch_first, same weights): outputs in eval
+// mode for post-/pre-norm x relu/gelu with the three padding masks and the causal mask (compared at
+// non-padded target positions), gradients of every parameter and input in train mode (dropout 0);
+// TransformerSeq2Seq's cached step-by-step logits against its teacher-forced ones; configs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+#include "attn/attn.h"
+#include "attn/models/transformer.h"
+#include "torch_ref.h"
+
+using namespace attn;
+
+namespace {
+
+// Every parameter random so each one matters: LayerNorm weights 1 + N(0, .1), the rest N(0, .2).
+void randomize(nn::Module& m, uint64_t seed) {
+  Generator g(seed);
+  NoGradGuard ng;
+  for (auto& [name, p] : m.named_parameters()) {
+    const bool norm_weight = name.find("norm") != std::string::npos && name.ends_with(".weight");
+    Tensor r = randn(p.shape(), g) * (norm_weight ? 0.1 : 0.2);
+    p.copy_(norm_weight ? r + 1.0 : r);
+  }
+}
+
+// (B, L) u8 with row b padded from lens[b] on.
+Tensor pad_mask(const std::vector<int64_t>& lens, int64_t L) {
+  std::vector<uint8_t> m;
+  for (int64_t len : lens)
+    for (int64_t i = 0; i < L; ++i) m.push_back(i >= len ? 1 : 0);
+  return Tensor::from_vector(m, {int64_t(lens.size()), L});
+}
+
+struct Case {
+  bool norm_first;
+  models::Activation act;
+};
+
+class TransformerVsTorch : public ::testing::TestWithParam<Case> {};
+
+TEST_P(TransformerVsTorch, EvalOutputsWithMasks) {
+  const Case c = GetParam();
+  const int64_t B = 3, S = 7, T = 6, E = 16;
+  models::TransformerOptions o;
+  o.d_model = E;
+  o.nhead = 4;
+  o.num_encoder_layers = 2;
+  o.num_decoder_layers = 2;
+  o.dim_feedforward = 24;
+  o.dropout = 0.0;
+  o.activation = c.act;
+  o.norm_first = c.norm_first;
+  o.batch_first = true;
+  models::Transformer tf(o);
+  randomize(tf, 11);
+  tf.eval();
+  Generator g(5);
+  const Tensor src = randn({B, S, E}, g), tgt = randn({B, T, E}, g);
+  const std::vector<int64_t> src_len = {7, 4, 5}, tgt_len = {6, 3, 5};
+  const Tensor src_kpm = pad_mask(src_len, S), tgt_kpm = pad_mask(tgt_len, T);
+  test::Tensors in;
+  for (const auto& [n, p] : tf.named_parameters()) in["p." + n] = p.detach().clone();
+  in["src"] = src;
+  in["tgt"] = tgt;
+  in["src_kpm"] = src_kpm;
+  in["tgt_kpm"] = tgt_kpm;
+  in["mem_kpm"] = src_kpm;
+  auto ref = test::torch_ref("transformer.transformer", in,
+                             {{"d_model", E}, {"nhead", 4}, {"num_encoder_layers", 2}, {"num_decoder_layers", 2},
+                              {"dim_feedforward", 24}, {"activation", models::to_string(c.act)},
+                              {"norm_first", c.norm_first}, {"causal", true}});
+  Tensor out;
+  {
+    NoGradGuard ng;
+    out = tf.forward(src, tgt, Tensor(), models::Transformer::generate_square_subsequent_mask(T), Tensor(), src_kpm,
+                     tgt_kpm, src_kpm);
+  }
+  double worst = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    const auto cmp = test::compare(out.select(0, b).slice(0, 0, tgt_len[b]),
+                                   ref.at("out").select(0, b).slice(0, 0, tgt_len[b]), 1e-4, 0);
+    EXPECT_TRUE(cmp.ok) << "row " << b << ": " << cmp.detail;
+    worst = std::max(worst, cmp.max_abs);
+  }
+  std::printf("[ diff ] norm_first=%d %s: max |attn - torch| = %.3g\n", int(c.norm_first),
+              models::to_string(c.act).c_str(), worst);
+}
+
+TEST_P(TransformerVsTorch, TrainGradients) {
+  const Case c = GetParam();
+  const int64_t B = 2, S = 5, T = 4, E = 8;
+  models::TransformerOptions o;
+  o.d_model = E;
+  o.nhead = 2;
+  o.num_encoder_layers = 2;
+  o.num_decoder_layers = 2;
+  o.dim_feedforward = 12;
+  o.dropout = 0.0;
+  o.activation = c.act;
+  o.norm_first = c.norm_first;
+  o.batch_first = true;
+  models::Transformer tf(o);
+  randomize(tf, 21);
+  tf.train();
+  Generator g(6);
+  Tensor src = randn({B, S, E}, g), tgt = randn({B, T, E}, g);
+  const Tensor gy = randn({B, T, E}, g);
+  const Tensor src_kpm = pad_mask({5, 3}, S), tgt_kpm = pad_mask({4, 3}, T);
+  test::Tensors in;
+  for (const auto& [n, p] : tf.named_parameters()) in["p." + n] = p.detach().clone();
+  in["src"] = src;
+  in["tgt"] = tgt;
+  in["g"] = gy;
+  in["src_kpm"] = src_kpm;
+  in["tgt_kpm"] = tgt_kpm;
+  in["mem_kpm"] = src_kpm;
+  auto ref = test::torch_ref("transformer.transformer", in,
+                             {{"d_model", E}, {"nhead", 2}, {"num_encoder_layers", 2}, {"num_decoder_layers", 2},
+                              {"dim_feedforward", 12}, {"activation", models::to_string(c.act)},
+                              {"norm_first", c.norm_first}, {"causal", true}});
+  src.requires_grad_();
+  tgt.requires_grad_();
+  Tensor out = tf.forward(src, tgt, Tensor(), models::Transformer::generate_square_subsequent_mask(T), Tensor(),
+                          src_kpm, tgt_kpm, src_kpm);
+  sum(out * gy).backward();
+  EXPECT_TENSOR_NEAR(out, ref.at("out"), 1e-4, 1e-4);
+  double worst = 0;
+  auto check = [&](const std::string& name, const Tensor& grad) {
+    ASSERT_TRUE(grad.defined()) << name;
+    const auto cmp = test::compare(grad, ref.at(name), 1e-4, 1e-3);
+    EXPECT_TRUE(cmp.ok) << name << ": " << cmp.detail;
+    worst = std::max(worst, cmp.max_abs);
+  };
+  check("grad.src", src.grad());
+  check("grad.tgt", tgt.grad());
+  for (const auto& [n, p] : tf.named_parameters()) check("grad.p." + n, p.grad());
+  std::printf("[ diff ] norm_first=%d %s: max grad |attn - torch| = %.3g over %zu parameters\n", int(c.norm_first),
+              models::to_string(c.act).c_str(), worst, tf.named_parameters().size());
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, TransformerVsTorch,
+                         ::testing::Values(Case{false, models::Activation::relu}, Case{false, models::Activation::gelu},
+                                           Case{true, models::Activation::relu}, Case{true, models::Activation::gelu}),
+                         [](const auto& info) {
+                           return std::string(info.param.norm_first ? "PreNorm" : "PostNorm") +
+                                  (info.param.act == models::Activation::gelu ? "Gelu" : "Relu");
+                         });
+
+TEST(Transformer, ParameterNamesAreTorchs) {
+  models::Transformer tf({.d_model = 8, .nhead = 2, .num_encoder_layers = 1, .num_decoder_layers = 1,
+                          .dim_feedforward = 16});
+  std::set<std::string> names;
+  for (const auto& [n, p] : tf.state_dict()) names.insert(n);
+  for (const char* n : {"encoder.layers.0.self_attn.in_proj_weight", "encoder.layers.0.self_attn.in_proj_bias",
+                        "encoder.layers.0.self_attn.out_proj.weight", "encoder.layers.0.linear1.weight",
+                        "encoder.layers.0.linear2.bias", "encoder.layers.0.norm1.weight", "encoder.layers.0.norm2.bias",
+                        "encoder.norm.weight", "decoder.layers.0.multihead_attn.in_proj_weight",
+                        "decoder.layers.0.norm3.weight", "decoder.norm.bias"})
+    EXPECT_TRUE(names.count(n)) << n;
+  EXPECT_EQ(names.size(), 12u + 2u + 18u + 2u);   // encoder layer, encoder.norm, decoder layer, decoder.norm
+}
+
+TEST(Transformer, SequenceFirstEqualsBatchFirst) {
+  models::TransformerOptions o{.d_model = 8, .nhead = 2, .num_encoder_layers = 1, .num_decoder_layers = 1,
+                               .dim_feedforward = 16, .dropout = 0.0};
+  Generator g1(3), g2(3);
+  o.batch_first = true;
+  models::Transformer a(o, g1);
+  o.batch_first = false;
+  models::Transformer b(o, g2);
+  a.eval();
+  b.eval();
+  Generator g(4);
+  const Tensor src = randn({2, 5, 8}, g), tgt = randn({2, 3, 8}, g);
+  NoGradGuard ng;
+  const Tensor ya = a.forward(src, tgt), yb = b.forward(src.transpose(0, 1), tgt.transpose(0, 1));
+  EXPECT_TENSOR_NEAR(yb.transpose(0, 1), ya, 0, 0);
+}
+
+TEST(Transformer, BadInputsSayWhat) {
+  models::Transformer tf({.d_model = 8, .nhead = 2, .num_encoder_layers = 1, .num_decoder_layers = 1,
+                          .dim_feedforward = 16, .batch_first = true});
+  try {
+    tf.forward(Tensor::zeros({2, 5, 6}), Tensor::zeros({2, 3, 8}));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Transformer: expected src of shape (B, L, 8)"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(models::Transformer({.d_model = 10, .nhead = 4}), Error);
+}
+
+// ------------------------------------------------------------------ sequence to sequence
+
+std::shared_ptr<models::TransformerSeq2Seq> small_model(bool norm_first, bool share, bool tie) {
+  auto m = models::make_transformer_seq2seq({{"vocab_size", 13}, {"d_model", 16}, {"nhead", 4}, {"layers", 2},
+                                             {"d_ff", 32}, {"dropout", 0.1}, {"norm_first", norm_first},
+                                             {"share_embeddings", share}, {"tie_output", tie}, {"max_length", 40}});
+  randomize(*m, 9);
+  m->eval();
+  return m;
+}
+
+TEST(TransformerSeq2Seq, CachedStepsEqualTeacherForcing) {
+  for (bool norm_first : {false, true}) {
+    auto m = small_model(norm_first, norm_first, !norm_first);
+    const int64_t B = 3, S = 6, T = 37;   // T past the initial cache capacity (32): the cache grows
+    Generator g(8);
+    NoGradGuard ng;
+    const Tensor src_pad = pad_mask({6, 3, 4}, S);
+    const Tensor src = masked_fill(rand({B, S}, g) * 9.0 + 4.0, src_pad, 0.0).to(DType::i64);
+    Tensor tgt = (rand({B, T}, g) * 9.0 + 4.0).to(DType::i64);
+    tgt.slice(1, 0, 1).fill_(double(models::bos_id));
+    const Tensor full = m->forward(src, src_pad, tgt);   // (B, T, V)
+    auto st = m->start(src, src_pad);
+    double worst = 0;
+    for (int64_t t = 0; t < T; ++t) {
+      Tensor att;
+      const Tensor step = m->step(*st, tgt.select(1, t).contiguous(), &att);
+      const auto cmp = test::compare(step, full.select(1, t), 1e-4, 1e-4);
+      EXPECT_TRUE(cmp.ok) << "norm_first " << norm_first << " step " << t << ": " << cmp.detail;
+      worst = std::max(worst, cmp.max_abs);
+      ASSERT_EQ(att.shape(), Shape({B, S}));
+      // Alignment rows sum to 1 and put no weight on padding.
+      EXPECT_TENSOR_NEAR(sum(att, {1}), Tensor::ones({B}), 1e-5, 0);
+      EXPECT_EQ(att.at({1, 4}), 0.0);
+    }
+    EXPECT_EQ(st->steps(), T);
+    std::printf("[ diff ] norm_first=%d: max |cached step - teacher forcing| = %.3g over %lld steps\n",
+                int(norm_first), worst, (long long)T);
+  }
+}
+
+TEST(TransformerSeq2Seq, SelectReordersRows) {
+  auto m = small_model(false, true, true);
+  const int64_t S = 5;
+  Generator g(12);
+  const Tensor src = (rand({2, S}, g) * 9.0 + 4.0).to(DType::i64);
+  const Tensor src_pad = pad_mask({5, 2}, S);
+  NoGradGuard ng;
+  auto a = m->start(src, src_pad);
+  const Tensor tok0 = Tensor::full({2}, double(models::bos_id), DType::i64);
+  const Tensor tok1 = Tensor::from_vector(std::vector<int64_t>{5, 7}, {2});
+  m->step(*a, tok0);
+  m->step(*a, tok1);
+  // Rows [1, 0, 1] of a, against a fresh state on the rearranged batch.
+  const Tensor rows = Tensor::from_vector(std::vector<int64_t>{1, 0, 1}, {3});
+  a->select(rows);
+  EXPECT_EQ(a->batch(), 3);
+  auto b = m->start(index_select(src, 0, rows), index_select(src_pad, 0, rows));
+  m->step(*b, Tensor::full({3}, double(models::bos_id), DType::i64));
+  m->step(*b, index_select(tok1, 0, rows));
+  const Tensor next = Tensor::from_vector(std::vector<int64_t>{8, 9, 10}, {3});
+  EXPECT_TENSOR_NEAR(m->step(*a, next), m->step(*b, next), 1e-5, 1e-5);
+}
+
+TEST(TransformerSeq2Seq, ConfigRoundTripAndErrors) {
+  auto d = models::TransformerSeq2Seq::defaults();
+  EXPECT_EQ(d["model"], "transformer");
+  EXPECT_EQ(d["encoder_layers"], 6);
+  EXPECT_EQ(d["d_model"], 512);
+  EXPECT_EQ(d["nhead"], 8);
+  EXPECT_EQ(d["d_ff"], 2048);
+  EXPECT_DOUBLE_EQ(d["dropout"].get<double>(), 0.1);
+  EXPECT_EQ(d["max_length"], 256);
+  auto m = small_model(true, false, false);
+  auto m2 = models::make_transformer_seq2seq(m->config());
+  EXPECT_EQ(m2->config(), m->config());
+  EXPECT_EQ(m2->num_parameters(), m->num_parameters());
+  EXPECT_NO_THROW(m2->load_state_dict(m->state_dict()));
+  // Tied and shared: one embedding matrix.
+  auto t = small_model(false, true, true);
+  EXPECT_TRUE(t->output_proj->weight.is_same(t->src_embed->weight));
+  EXPECT_EQ(t->num_parameters(), m->num_parameters() - 2 * 13 * 16);
+  try {
+    models::make_transformer_seq2seq({{"d_modle", 8}});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "transformer config: unknown key \"d_modle\"");
+  }
+  EXPECT_THROW(models::make_transformer_seq2seq({{"activation", "tanh"}}), Error);
+}
+
+}  // namespace
