@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Driver of bench/translate_train_bench (issue 6): attn vs PyTorch translation training on the same
+# batches. Usage:
+#   bench/translate.sh BUILD_DIR quick        # 30 steps, 50 test sentences: plumbing check (~2 min)
+#   bench/translate.sh BUILD_DIR 6min [ARGS]  # attn trains 6 minutes, PyTorch the same steps, beam 4 too
+#   bench/translate.sh BUILD_DIR hour [ARGS]  # the 60-minute version
+#   bench/translate.sh BUILD_DIR custom ARGS  # any flags of translate_train_bench
+# Output: the table on stdout (also WORK/bench.log), WORK/results.json, WORK/test_translations.txt;
+# WORK is runs/translate_bench_<mode> unless --work is given. Prints the machine load first: numbers taken
+# with a load average above the thread count are not comparable.
+set -euo pipefail
+build=${1:?usage: bench/translate.sh BUILD_DIR quick|6min|hour|custom [ARGS]}
+mode=${2:-quick}
+shift $(( $# >= 2 ? 2 : $# ))
+bin="$build/bench/translate_train_bench"
+[[ -x "$bin" ]] || { echo "translate.sh: $bin not built (cmake --build $build --target translate_train_bench)" >&2; exit 2; }
+case "$mode" in
+  quick) args=(--steps 30 --limit-test 50 --log-every 10) ;;
+  6min) args=(--minutes 6 --beam 4) ;;
+  hour) args=(--minutes 60 --beam 4) ;;
+  custom) args=() ;;
+  *) echo "translate.sh: unknown mode '$mode' (quick | 6min | hour | custom)" >&2; exit 2 ;;
+esac
+work="runs/translate_bench_$mode"
+for a in "$@"; do [[ "$a" == --work ]] && work=""; done
+[[ -n "$work" ]] && args+=(--work "$work") && mkdir -p "$work"
+# The peer runs PyTorch with OMP_WAIT_POLICY=PASSIVE (its best setting); attn gets the same unless the
+# caller sets OMP_WAIT_POLICY (libgomp's default spinning loses ~40% on a loaded machine).
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
+echo "load: $(uptime)" >&2
+"$bin" "${args[@]}" "$@" 2>&1 | tee "${work:-.}/bench.log"

@@ -1,0 +1,408 @@
+// Translation training, attn against PyTorch 1.13.1 on the SAME data, SentencePiece vocabulary, batches,
+// model configuration, schedule and number of steps (issue 6): the train_seq2seq recipe (label-smoothed
+// cross-entropy, Adam 0.9/0.98/1e-9, the inverse-square-root warm-up), timed in non-padded target tokens
+// per second, then greedy test BLEU for both, scored by the same attn code (text::corpus_bleu).
+//
+//   build/bench/translate_train_bench --steps 30 --limit-test 50            # plumbing check
+//   build/bench/translate_train_bench --minutes 6 [--beam 4] [--threads 2]  # attn trains 6 min, torch as many steps
+//
+// What it does:
+//  1. splits and tokenizer exactly as train_seq2seq (load_translation_data, train_translation_tokenizer),
+//     the training pairs encoded and batched by data::SeqBatcher with the trainer's options and seed;
+//  2. trains TransformerSeq2Seq on the batcher's sequence for --steps or --minutes, recording each batch;
+//  3. writes WORK/batches.safetensors (every step's src / tgt_in / tgt_out as i32, the test sources' ids,
+//     the config) and runs bench/peers/translate_train.py on it (OMP_WAIT_POLICY=PASSIVE, same threads),
+//     which trains torch.nn.Transformer on those batches and writes its greedy test ids;
+//  4. decodes the test split with attn (greedy; beam search too with --beam N > 1), detokenises the
+//     peer's ids with the same tokenizer, scores both with text::corpus_bleu, prints a table and writes
+//     WORK/results.json.
+// Timing: each side times only its training steps (lr set, forward, loss, backward, optimizer step,
+// zero_grad); building the batch is outside (attn: SeqBatcher::make_batch; torch: int32 -> int64 copy).
+// Tokens/s is reported over all steps and without the first --rate-skip steps (allocator / primitive
+// cache warm-up); the ratio uses the latter. OpenMP's wait policy is read by libgomp before main(), so
+// set it in the environment (bench/translate.sh uses PASSIVE for both sides; the table says which):
+// libgomp's default spinning costs attn ~40% of its rate on a loaded 2-core machine.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "attn/attn.h"
+#include "attn/autograd/grad_mode.h"
+#include "attn/data/seq_batch.h"
+#include "attn/io/safetensors.h"
+#include "attn/models/decode.h"
+#include "attn/models/transformer.h"
+#include "attn/ops/loss.h"
+#include "attn/optim/adam.h"
+#include "attn/optim/schedule.h"
+#include "attn/text/bleu.h"
+#include "attn/train/seq2seq.h"
+#include "bench_util.h"
+
+using namespace attn;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+struct Options {
+  std::string data = "bible-en-es", work = "runs/translate_bench", sword_dir = "/usr/share/sword";
+  int threads = 2;
+  int64_t steps = 0;         // 0: --minutes decides
+  double minutes = 0;
+  int64_t d_model = 256, nhead = 4, encoder_layers = 3, decoder_layers = 3, d_ff = 1024;
+  double dropout = 0.1;
+  int share_embeddings = -1, tie_output = -1;   // -1: the model's default
+  int64_t vocab = 8000, max_tokens = 4096, warmup = 4000, max_length = 128;
+  double lr = 1.0, label_smoothing = 0.1, beta2 = 0.98;
+  uint64_t seed = 0;
+  int64_t limit_train = 0, limit_test = 0, beam = 1, rate_skip = 10, log_every = 100;
+  bool peer = true;
+};
+
+[[noreturn]] void usage(const std::string& why) {
+  std::fprintf(stderr,
+               "translate_train_bench: %s\n"
+               "flags: --steps N | --minutes M, --data bible-en-es|synthetic:TASK|FILE.tsv, --work DIR, --threads N,\n"
+               "  --d-model, --heads, --encoder-layers, --decoder-layers, --layers (both), --d-ff, --dropout,\n"
+               "  --share-embeddings 0|1, --tie-output 0|1, --vocab, --max-tokens, --max-length, --warmup, --lr,\n"
+               "  --label-smoothing, --beta2, --seed, --limit-train, --limit-test, --beam N (attn only, extra),\n"
+               "  --rate-skip N, --log-every N, --no-peer, --sword-dir DIR\n",
+               why.c_str());
+  std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--no-peer") { o.peer = false; continue; }
+    if (i + 1 >= argc) usage("flag " + a + " needs a value");
+    const std::string v = argv[++i];
+    auto I = [&] { return std::stoll(v); };
+    auto D = [&] { return std::stod(v); };
+    if (a == "--steps") o.steps = I();
+    else if (a == "--minutes") o.minutes = D();
+    else if (a == "--data") o.data = v;
+    else if (a == "--work") o.work = v;
+    else if (a == "--sword-dir") o.sword_dir = v;
+    else if (a == "--threads") o.threads = int(I());
+    else if (a == "--d-model") o.d_model = I();
+    else if (a == "--heads") o.nhead = I();
+    else if (a == "--encoder-layers") o.encoder_layers = I();
+    else if (a == "--decoder-layers") o.decoder_layers = I();
+    else if (a == "--layers") o.encoder_layers = o.decoder_layers = I();
+    else if (a == "--d-ff") o.d_ff = I();
+    else if (a == "--dropout") o.dropout = D();
+    else if (a == "--share-embeddings") o.share_embeddings = int(I());
+    else if (a == "--tie-output") o.tie_output = int(I());
+    else if (a == "--vocab") o.vocab = I();
+    else if (a == "--max-tokens") o.max_tokens = I();
+    else if (a == "--max-length") o.max_length = I();
+    else if (a == "--warmup") o.warmup = I();
+    else if (a == "--lr") o.lr = D();
+    else if (a == "--label-smoothing") o.label_smoothing = D();
+    else if (a == "--beta2") o.beta2 = D();
+    else if (a == "--seed") o.seed = uint64_t(I());
+    else if (a == "--limit-train") o.limit_train = I();
+    else if (a == "--limit-test") o.limit_test = I();
+    else if (a == "--beam") o.beam = I();
+    else if (a == "--rate-skip") o.rate_skip = I();
+    else if (a == "--log-every") o.log_every = I();
+    else usage("unknown flag " + a);
+  }
+  if ((o.steps > 0) == (o.minutes > 0)) usage("give exactly one of --steps N (> 0) or --minutes M (> 0)");
+  return o;
+}
+
+// A flat i32 tensor of a list of id rows (concatenated).
+Tensor flat_i32(const std::vector<int32_t>& v) {
+  return Tensor::from_vector(v, {int64_t(v.size())});
+}
+
+void append_i32(std::vector<int32_t>& dst, const Tensor& ids) {   // ids (B, L) i64 contiguous
+  const Tensor c = ids.contiguous();
+  const int64_t* p = c.data<int64_t>();
+  for (int64_t i = 0; i < c.numel(); ++i) dst.push_back(int32_t(p[i]));
+}
+
+double rate(const std::vector<double>& secs, const std::vector<int64_t>& tok, size_t skip) {
+  double s = 0, t = 0;
+  for (size_t i = std::min(skip, secs.size()); i < secs.size(); ++i) {
+    s += secs[i];
+    t += double(tok[i]);
+  }
+  return s > 0 ? t / s : 0.0;
+}
+
+double mean_tail(const std::vector<double>& v, size_t n) {
+  if (v.empty()) return NAN;
+  const size_t b = v.size() > n ? v.size() - n : 0;
+  double s = 0;
+  for (size_t i = b; i < v.size(); ++i) s += v[i];
+  return s / double(v.size() - b);
+}
+
+// The machine's 1/5/15-minute load averages: these numbers are only comparable on a quiet machine.
+std::string load_average() {
+  std::ifstream f("/proc/loadavg");
+  std::string a, b, c;
+  f >> a >> b >> c;
+  return f ? a + " " + b + " " + c : std::string("unknown");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const Options o = parse(argc, argv);
+    set_num_threads(o.threads);
+    std::filesystem::create_directories(o.work);
+    const auto t_all = Clock::now();
+
+    // ---- 1. data, vocabulary, batches: as train_seq2seq makes them.
+    train::Seq2SeqConfig cfg;
+    cfg.data = o.data;
+    cfg.sword_dir = o.sword_dir;
+    cfg.vocab_size = o.vocab;
+    cfg.max_tokens = o.max_tokens;
+    cfg.max_length = o.max_length;
+    cfg.seed = o.seed;
+    const auto t_data = Clock::now();
+    data::PairSplits splits = train::load_translation_data(cfg.data, cfg.seed, cfg.sword_dir, cfg.synthetic_size,
+                                                           cfg.dev_count, cfg.test_count);
+    if (o.limit_train > 0 && int64_t(splits.train.size()) > o.limit_train) splits.train.resize(size_t(o.limit_train));
+    if (o.limit_test > 0 && int64_t(splits.test.size()) > o.limit_test) splits.test.resize(size_t(o.limit_test));
+    std::unique_ptr<text::Tokenizer> tok = train::train_translation_tokenizer(cfg, splits.train);
+    std::vector<data::SeqPair> train_ids(splits.train.size());
+    for (size_t i = 0; i < splits.train.size(); ++i)
+      train_ids[i] = {tok->encode(splits.train[i].src), tok->encode(splits.train[i].tgt)};
+    std::fprintf(stderr, "data: %s, %zu train / %zu test pairs, %s vocabulary of %lld (%.1f s)\n", o.data.c_str(),
+                 splits.train.size(), splits.test.size(), tok->kind().c_str(), (long long)tok->vocab_size(),
+                 since(t_data));
+
+    manual_seed(cfg.seed);   // the trainer's: weights from the seed
+    nlohmann::json mcfg = {{"vocab_size", tok->vocab_size()}, {"d_model", o.d_model}, {"nhead", o.nhead},
+                           {"encoder_layers", o.encoder_layers}, {"decoder_layers", o.decoder_layers},
+                           {"d_ff", o.d_ff}, {"dropout", o.dropout}};
+    if (o.share_embeddings >= 0) mcfg["share_embeddings"] = o.share_embeddings != 0;
+    if (o.tie_output >= 0) mcfg["tie_output"] = o.tie_output != 0;
+    std::shared_ptr<models::Seq2SeqModel> model = models::create_seq2seq("transformer", mcfg);
+    mcfg = model->config();
+    model->train();
+
+    const int64_t max_len = std::min(cfg.max_length, model->max_length() - 1);
+    data::SeqBatcher batcher(train_ids, {.max_tokens = cfg.max_tokens, .max_length = max_len,
+                                         .over_length = data::OverLength::drop, .seed = cfg.seed});
+    std::fprintf(stderr, "data: %lld training pairs kept (%lld longer than %lld dropped), %lld batches per epoch\n",
+                 (long long)batcher.num_pairs(), (long long)batcher.num_dropped_long(), (long long)max_len,
+                 (long long)batcher.num_batches_in_epoch(0));
+
+    // ---- 2. attn training (the train_seq2seq step: batch_loss, AdamW without decay, InverseSqrt).
+    const int64_t d_model = mcfg.at("d_model").get<int64_t>();
+    optim::AdamW opt(optim::param_groups_weight_decay(*model, 0.0),
+                     {.lr = 0.0, .beta1 = 0.9, .beta2 = o.beta2, .eps = 1e-9, .weight_decay = 0.0});
+    optim::InverseSqrt sched({.d_model = d_model, .warmup_steps = std::max<int64_t>(1, o.warmup), .scale = o.lr});
+
+    std::vector<int32_t> all_src, all_tin, all_tout, shapes, ntok;
+    std::vector<double> step_secs, losses;
+    std::vector<int64_t> step_tokens;
+    const auto t_train = Clock::now();
+    int64_t step = 0;
+    while (o.steps > 0 ? step < o.steps : since(t_train) < o.minutes * 60.0) {
+      data::SeqBatch b = batcher.next();
+      const auto t0 = Clock::now();
+      sched.apply(opt, step + 1);   // the paper's step_num counts from 1
+      Tensor logits = model->forward(b.src, b.src_pad, b.tgt_in);
+      const int64_t V = logits.size(-1);
+      Tensor loss = cross_entropy(logits.reshape({-1, V}), b.tgt_out.reshape({-1}),
+                                  {.label_smoothing = o.label_smoothing, .ignore_index = models::pad_id});
+      const double lv = loss.item();
+      ATTN_CHECK(std::isfinite(lv), "translate_train_bench: the attn loss became ", lv, " at step ", step + 1);
+      loss.backward();
+      opt.step();
+      opt.zero_grad();
+      step_secs.push_back(since(t0));
+      losses.push_back(lv);
+      step_tokens.push_back(b.num_tgt_tokens);
+      ++step;
+      const int64_t B = b.src.size(0), S = b.src.size(1), T = b.tgt_in.size(1);
+      shapes.insert(shapes.end(), {int32_t(B), int32_t(S), int32_t(T)});
+      ntok.push_back(int32_t(b.num_tgt_tokens));
+      append_i32(all_src, b.src);
+      append_i32(all_tin, b.tgt_in);
+      append_i32(all_tout, b.tgt_out);
+      if (o.log_every > 0 && step % o.log_every == 0)
+        std::fprintf(stderr, "attn step %lld: loss %.4f (mean of last %lld %.4f), %.0f tok/s, %.0f s\n",
+                     (long long)step, lv, (long long)o.log_every, mean_tail(losses, size_t(o.log_every)),
+                     rate(step_secs, step_tokens, size_t(o.rate_skip)), since(t_train));
+    }
+    const double attn_wall = since(t_train);
+    double attn_step_secs = 0;
+    int64_t attn_tokens = 0;
+    for (size_t i = 0; i < step_secs.size(); ++i) {
+      attn_step_secs += step_secs[i];
+      attn_tokens += step_tokens[i];
+    }
+    const double attn_tps_all = attn_step_secs > 0 ? double(attn_tokens) / attn_step_secs : 0;
+    const double attn_tps = rate(step_secs, step_tokens, size_t(o.rate_skip));
+
+    // ---- the test sources (ids as Translator encodes them: cut to the model's maximum - 1).
+    std::vector<std::string> test_src, test_ref;
+    std::vector<int32_t> test_flat, test_len;
+    for (const auto& p : splits.test) {
+      test_src.push_back(p.src);
+      test_ref.push_back(p.tgt);
+      std::vector<int64_t> ids = tok->encode(p.src);
+      if (int64_t(ids.size()) > model->max_length() - 1) ids.resize(size_t(model->max_length() - 1));
+      test_len.push_back(int32_t(ids.size()));
+      for (int64_t id : ids) test_flat.push_back(int32_t(id));
+    }
+
+    // ---- 3. the batches file, for the peer.
+    const nlohmann::json run_cfg = {{"model", mcfg}, {"seed", o.seed}, {"lr", o.lr}, {"warmup_steps", o.warmup},
+                                    {"beta2", o.beta2}, {"label_smoothing", o.label_smoothing},
+                                    {"rate_skip_steps", o.rate_skip}, {"data", o.data}, {"max_tokens", o.max_tokens}};
+    const std::string batches_path = o.work + "/batches.safetensors";
+    io::save_safetensors(batches_path,
+                         {{"shapes", Tensor::from_vector(shapes, {step, 3})},
+                          {"ntok", flat_i32(ntok)},
+                          {"src", flat_i32(all_src)},
+                          {"tgt_in", flat_i32(all_tin)},
+                          {"tgt_out", flat_i32(all_tout)},
+                          {"test_src", flat_i32(test_flat)},
+                          {"test_len", flat_i32(test_len)}},
+                         {{"config", run_cfg.dump()}});
+
+    // ---- 4a. attn decoding: greedy (and beam with --beam N > 1), by the trainer's Translator.
+    train::Translator tr(model, text::Tokenizer::deserialize(tok->serialize()), nlohmann::json::object());
+    auto t_dec = Clock::now();
+    const std::vector<std::string> attn_hyps = tr.translate(test_src, 1);
+    const double attn_dec_secs = since(t_dec);
+    const text::BleuScore attn_bleu = text::corpus_bleu(attn_hyps, test_ref);
+    text::BleuScore attn_beam_bleu;
+    double attn_beam_secs = 0;
+    if (o.beam > 1) {
+      t_dec = Clock::now();
+      const std::vector<std::string> h = tr.translate(test_src, o.beam, 0.6);
+      attn_beam_secs = since(t_dec);
+      attn_beam_bleu = text::corpus_bleu(h, test_ref);
+    }
+    std::fprintf(stderr, "attn: %lld steps, %.0f tok/s, greedy test %s (%.1f s)\n", (long long)step, attn_tps,
+                 attn_bleu.format().c_str(), attn_dec_secs);
+
+    // ---- 3b/4b. the peer.
+    nlohmann::json peer = nlohmann::json::object();
+    text::BleuScore torch_bleu;
+    std::vector<std::string> torch_hyps;
+    double peer_wall = NAN;
+    if (o.peer) {
+      const std::string cmd = "OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 " + std::string(ATTN_SOURCE_DIR) +
+                              "/bench/peers/translate_train.py --work '" + o.work + "' --threads " +
+                              std::to_string(o.threads) + " --log-every " + std::to_string(o.log_every);
+      const auto t_peer = Clock::now();
+      const std::string line = bench::last_line(bench::run_capture(cmd));
+      peer_wall = since(t_peer);
+      try {
+        peer = nlohmann::json::parse(line);
+      } catch (const std::exception&) {
+        fail("translate_train_bench: the peer (", cmd, ") printed no JSON summary; its last line: '", line, "'");
+      }
+      std::ifstream f(o.work + "/torch_hyps.json");
+      ATTN_CHECK(f.good(), "translate_train_bench: the peer wrote no ", o.work, "/torch_hyps.json");
+      const nlohmann::json h = nlohmann::json::parse(f);
+      for (const auto& ids : h.at("hyps")) torch_hyps.push_back(tok->decode(ids.get<std::vector<int64_t>>()));
+      ATTN_CHECK(torch_hyps.size() == test_ref.size(), "translate_train_bench: expected ", test_ref.size(),
+                 " peer hypotheses, found ", torch_hyps.size());
+      torch_bleu = text::corpus_bleu(torch_hyps, test_ref);
+    }
+    {
+      std::string text;
+      for (size_t i = 0; i < test_src.size(); ++i)
+        text += "SRC " + test_src[i] + "\nREF " + test_ref[i] + "\nATTN " + attn_hyps[i] + "\nTORCH " +
+                (i < torch_hyps.size() ? torch_hyps[i] : std::string()) + "\n\n";
+      io::write_file_atomic(o.work + "/test_translations.txt", text);
+    }
+
+    // ---- the table.
+    const double torch_tps = peer.value("tokens_per_second_after_skip", NAN);
+    const double torch_tps_all = peer.value("tokens_per_second", NAN);
+    const double torch_train = peer.value("train_seconds", NAN);
+    const double torch_dec = peer.value("decode_seconds", NAN);
+    const double torch_loss = peer.contains("mean_loss_last_100") && peer["mean_loss_last_100"].is_number()
+                                  ? peer["mean_loss_last_100"].get<double>() : NAN;
+    const double attn_loss = mean_tail(losses, 100);
+    const double ratio = attn_tps / torch_tps;
+    const double dbleu = attn_bleu.score - torch_bleu.score;
+    std::printf("\nTranslation training, %s: Transformer %lld+%lld layers, d_model %lld, %lld heads, d_ff %lld, "
+                "dropout %.2g, vocab %lld, max_tokens %lld, warm-up %lld, %d threads\n",
+                o.data.c_str(), (long long)o.encoder_layers, (long long)o.decoder_layers, (long long)d_model,
+                (long long)o.nhead, (long long)o.d_ff, o.dropout, (long long)tok->vocab_size(),
+                (long long)o.max_tokens, (long long)o.warmup, o.threads);
+    std::printf("  %-34s %14s %14s %10s\n", "", "attn", "PyTorch", "attn/torch");
+    std::printf("  %-34s %14lld %14lld\n", "steps (same batches)", (long long)step,
+                (long long)peer.value("steps", int64_t(0)));
+    std::printf("  %-34s %14.0f %14.0f %9.2fx  (target >= 1.5x)\n",
+                ("target tokens/s (steps > " + std::to_string(o.rate_skip) + ")").c_str(), attn_tps, torch_tps, ratio);
+    std::printf("  %-34s %14.0f %14.0f %9.2fx\n", "target tokens/s (all steps)", attn_tps_all, torch_tps_all,
+                attn_tps_all / torch_tps_all);
+    std::printf("  %-34s %14.1f %14.1f\n", "training step time, s", attn_step_secs, torch_train);
+    std::printf("  %-34s %14.4f %14.4f\n", "train loss, mean of last 100 steps", attn_loss, torch_loss);
+    std::printf("  %-34s %14.2f %14.2f %+9.2f  (target within 1)\n", "test BLEU, greedy", attn_bleu.score,
+                torch_bleu.score, dbleu);
+    std::printf("  %-34s %14.1f %14.1f  (attn: KV cache; torch: no cache)\n", "greedy decode of the test set, s",
+                attn_dec_secs, torch_dec);
+    if (o.beam > 1)
+      std::printf("  %-34s %14.2f %14s  (%.1f s)\n", ("test BLEU, attn beam " + std::to_string(o.beam)).c_str(),
+                  attn_beam_bleu.score, "-", attn_beam_secs);
+    std::printf("  %-34s %14.1f %14.1f\n", "wall time, training loop / peer, s", attn_wall, peer_wall);
+    std::printf("  attn  %s\n  torch %s\n", attn_bleu.format().c_str(), torch_bleu.format().c_str());
+    const char* wait = std::getenv("OMP_WAIT_POLICY");
+    const std::string attn_setting = std::string("OMP_WAIT_POLICY=") + (wait ? wait : "(unset: libgomp spins)");
+    std::printf("  attn run with %s, PyTorch with OMP_WAIT_POLICY=PASSIVE; load average at the end %s\n",
+                attn_setting.c_str(), load_average().c_str());
+    std::printf("  total wall time %.1f s; translations in %s/test_translations.txt\n", since(t_all), o.work.c_str());
+
+    nlohmann::json res = {
+        {"bench", "translate_train"}, {"data", o.data}, {"model", mcfg}, {"threads", o.threads},
+        {"max_tokens", o.max_tokens}, {"warmup_steps", o.warmup}, {"lr", o.lr}, {"label_smoothing", o.label_smoothing},
+        {"steps", step}, {"test_sentences", test_ref.size()}, {"rate_skip_steps", o.rate_skip},
+        {"attn", {{"tokens_per_second", attn_tps}, {"tokens_per_second_all", attn_tps_all},
+                  {"train_step_seconds", attn_step_secs}, {"train_wall_seconds", attn_wall},
+                  {"mean_loss_last_100", attn_loss}, {"final_loss", losses.empty() ? NAN : losses.back()},
+                  {"test_bleu_greedy", attn_bleu.score}, {"test_bleu_greedy_line", attn_bleu.format()},
+                  {"greedy_decode_seconds", attn_dec_secs}, {"setting", attn_setting}}},
+        {"torch", {{"tokens_per_second", torch_tps}, {"tokens_per_second_all", torch_tps_all},
+                   {"train_step_seconds", torch_train}, {"peer_wall_seconds", peer_wall},
+                   {"mean_loss_last_100", torch_loss}, {"test_bleu_greedy", torch_bleu.score},
+                   {"test_bleu_greedy_line", torch_bleu.format()}, {"greedy_decode_seconds", torch_dec},
+                   {"decode", "greedy, batched 64, no KV cache"}, {"setting", "OMP_WAIT_POLICY=PASSIVE"}}},
+        {"load_average_at_end", load_average()}, {"ratio_tokens_per_second", ratio}, {"bleu_difference", dbleu}, {"wall_seconds", since(t_all)}};
+    if (o.beam > 1) {
+      res["attn"]["test_bleu_beam"] = attn_beam_bleu.score;
+      res["attn"]["beam"] = o.beam;
+      res["attn"]["beam_decode_seconds"] = attn_beam_secs;
+    }
+    res["attn"]["losses"] = losses;
+    if (peer.contains("losses")) res["torch"]["losses"] = peer["losses"];
+    io::write_file_atomic(o.work + "/results.json", res.dump(1) + "\n");
+    res["attn"].erase("losses");
+    res["torch"].erase("losses");
+    std::cout << res.dump() << std::endl;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "translate_train_bench: %s\n", e.what());
+    return 1;
+  }
+}
