@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -166,6 +167,9 @@ SafetensorsFile parse_safetensors(const uint8_t* data, size_t size, const std::s
 }
 
 SafetensorsFile load_safetensors(const std::string& path) {
+  std::error_code ec;
+  ATTN_CHECK(!std::filesystem::is_directory(path, ec), "safetensors: expected a file, but '", path,
+             "' is a directory");
   std::ifstream f(path, std::ios::binary);
   ATTN_CHECK(f.good(), "safetensors: cannot open '", path, "': ", std::strerror(errno));
   f.seekg(0, std::ios::end);

@@ -2,6 +2,8 @@
 // giving a clear attn::Error (the parser is also fuzzed: fuzz/safetensors_fuzz.cpp).
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <cstdio>
 #include <cstring>
 
@@ -114,5 +116,21 @@ TEST(Safetensors, MalformedInputsGiveClearErrors) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("entry 'w' data_offsets [0, 64] lie outside the data block of 59 bytes"),
               std::string::npos) << e.what();
+  }
+}
+
+TEST(Safetensors, ADirectoryOrAMissingFileIsNamed) {
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  try {
+    io::load_safetensors(dir);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "safetensors: expected a file, but '" + dir + "' is a directory");
+  }
+  try {
+    io::load_safetensors(dir + "/attn-no-such-file.safetensors");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot open"), std::string::npos) << e.what();
   }
 }
