@@ -39,6 +39,7 @@ struct Prim {
   dnnl::memory::desc a, b, bias, c;
 };
 
+constexpr size_t kMaxCachedPrimitives = 2048;
 std::mutex g_mu;
 std::unordered_map<std::string, std::shared_ptr<Prim>> g_cache;
 
@@ -77,6 +78,9 @@ void gemm_onednn(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c
     dnnl::matmul::primitive_desc pd(d, cpu_engine());
     p->prim = dnnl::matmul(pd);
     std::lock_guard<std::mutex> lk(g_mu);
+    // Bounded: translation batches change shape every step, and an unbounded map would keep every
+    // primitive of a long run. Dropping all of them is rare and cheap (callers hold their own ref).
+    if (g_cache.size() >= kMaxCachedPrimitives) g_cache.clear();
     g_cache.emplace(key.str(), p);
   }
   dnnl::stream s(cpu_engine());
