@@ -29,7 +29,8 @@ ATTN_TEST_SLOW=0 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=prin
   ctest --test-dir build/asan --output-on-failure -j 1
 
 echo "== [3/3] fuzzers"
-if [[ -f scripts/fuzz.sh ]]; then bash scripts/fuzz.sh; fi
+# 7 targets x 30 s (ATTN_FUZZ_SECONDS overrides); longer campaigns: scripts/fuzz.sh alone.
+if [[ -f scripts/fuzz.sh ]]; then ATTN_FUZZ_SECONDS=${ATTN_FUZZ_SECONDS:-30} bash scripts/fuzz.sh; fi
 
 # The last ctest summary is the release run's; repeat its totals on one line for CI.
 echo "attn: all test stages passed"
