@@ -22,10 +22,12 @@ case "$mode" in
   *) echo "translate.sh: unknown mode '$mode' (quick | 6min | hour | custom)" >&2; exit 2 ;;
 esac
 work="runs/translate_bench_$mode"
-for a in "$@"; do [[ "$a" == --work ]] && work=""; done
-[[ -n "$work" ]] && args+=(--work "$work") && mkdir -p "$work"
+prev=""
+for a in "$@"; do [[ "$prev" == --work ]] && work="$a"; prev="$a"; done
+[[ " $* " == *" --work "* ]] || args+=(--work "$work")
+mkdir -p "$work"
 # The peer runs PyTorch with OMP_WAIT_POLICY=PASSIVE (its best setting); attn gets the same unless the
 # caller sets OMP_WAIT_POLICY (libgomp's default spinning loses ~40% on a loaded machine).
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 echo "load: $(uptime)" >&2
-"$bin" "${args[@]}" "$@" 2>&1 | tee "${work:-.}/bench.log"
+"$bin" "${args[@]}" "$@" 2>&1 | tee "$work/bench.log"
