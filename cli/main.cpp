@@ -6,12 +6,23 @@
 //   attn info mlp
 //   attn train --model transformer --data bible-en-es --out runs/tf
 //   attn translate runs/tf/checkpoint.safetensors "In the beginning" --beam 4
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 
 #include "attn/attn.h"
 #include "commands.h"
 
 int main(int argc, char** argv) {
+  // libgomp reads OMP_WAIT_POLICY when it loads, before main: to default it, re-run ourselves once with
+  // it set. PASSIVE (threads sleep at barriers) cost 0-5% on a quiet 2-core machine and saved 40-47% of
+  // a translation step's speed on a loaded one (docs/results.md). Any value the user sets is kept.
+  if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv("ATTN_NO_REEXEC")) {
+    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+    setenv("ATTN_NO_REEXEC", "1", 1);
+    execv("/proc/self/exe", argv);   // returns only on failure: then go on as we are
+  }
   CLI::App app{"attn: attention models (Transformer, ViT, DeiT, ...) on a native C++ engine"};
   app.require_subcommand(1);
   attn::cli::add_demo(app);
