@@ -225,10 +225,7 @@ int main(int argc, char** argv) {
       data::SeqBatch b = batcher.next();
       const auto t0 = Clock::now();
       sched.apply(opt, step + 1);   // the paper's step_num counts from 1
-      Tensor logits = model->forward(b.src, b.src_pad, b.tgt_in);
-      const int64_t V = logits.size(-1);
-      Tensor loss = cross_entropy(logits.reshape({-1, V}), b.tgt_out.reshape({-1}),
-                                  {.label_smoothing = o.label_smoothing, .ignore_index = models::pad_id});
+      Tensor loss = train::seq2seq_batch_loss(*model, b, o.label_smoothing);
       const double lv = loss.item();
       ATTN_CHECK(std::isfinite(lv), "translate_train_bench: the attn loss became ", lv, " at step ", step + 1);
       loss.backward();

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "attn/core/error.h"
+#include "attn/text/utf8.h"
 
 namespace attn::data {
 
@@ -464,21 +465,7 @@ size_t decode_entity(std::string_view s, size_t i, std::string& out) {
     if (cp > 0x10FFFF) return 0;
   }
   if (cp == 0 || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  if (cp < 0x80) {
-    out += char(cp);
-  } else if (cp < 0x800) {
-    out += char(0xC0 | (cp >> 6));
-    out += char(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += char(0xE0 | (cp >> 12));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  } else {
-    out += char(0xF0 | (cp >> 18));
-    out += char(0x80 | ((cp >> 12) & 0x3F));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  }
+  text::append_utf8(out, char32_t(cp));
   return semi - i + 1;
 }
 

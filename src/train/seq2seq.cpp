@@ -116,14 +116,6 @@ std::vector<data::SeqPair> encode_pairs(const text::Tokenizer& tok, const std::v
   return out;
 }
 
-// Mean label-smoothed cross-entropy over the non-pad target tokens of a batch.
-Tensor batch_loss(models::Seq2SeqModel& model, const data::SeqBatch& b, double label_smoothing) {
-  Tensor logits = model.forward(b.src, b.src_pad, b.tgt_in);
-  const int64_t V = logits.size(-1);
-  return cross_entropy(logits.reshape({-1, V}), b.tgt_out.reshape({-1}),
-                       {.label_smoothing = label_smoothing, .ignore_index = models::pad_id});
-}
-
 // Teacher-forced loss over a whole split (no label smoothing: the plain per-token NLL).
 double split_loss(models::Seq2SeqModel& model, const std::vector<data::SeqPair>& pairs, int64_t max_tokens,
                   int64_t max_length) {
@@ -137,7 +129,7 @@ double split_loss(models::Seq2SeqModel& model, const std::vector<data::SeqPair>&
   int64_t n = 0;
   for (const auto& idx : batcher.epoch_batches(0)) {
     data::SeqBatch b = batcher.make_batch(idx);
-    sum += batch_loss(model, b, 0.0).item() * double(b.num_tgt_tokens);
+    sum += seq2seq_batch_loss(model, b, 0.0).item() * double(b.num_tgt_tokens);
     n += b.num_tgt_tokens;
   }
   model.train(was);
@@ -145,6 +137,13 @@ double split_loss(models::Seq2SeqModel& model, const std::vector<data::SeqPair>&
 }
 
 }  // namespace
+
+Tensor seq2seq_batch_loss(models::Seq2SeqModel& model, const data::SeqBatch& b, double label_smoothing) {
+  Tensor logits = model.forward(b.src, b.src_pad, b.tgt_in);
+  const int64_t V = logits.size(-1);
+  return cross_entropy(logits.reshape({-1, V}), b.tgt_out.reshape({-1}),
+                       {.label_smoothing = label_smoothing, .ignore_index = models::pad_id});
+}
 
 // ---- data ----
 
@@ -317,7 +316,7 @@ Seq2SeqResult train_seq2seq(const Seq2SeqConfig& cfg_in) {
     }
     data::SeqBatch b = batcher.next();
     sched.apply(opt, step + 1);   // the paper's step_num counts from 1
-    Tensor loss = batch_loss(*model, b, cfg.label_smoothing);
+    Tensor loss = seq2seq_batch_loss(*model, b, cfg.label_smoothing);
     const double lv = loss.item();
     if (!std::isfinite(lv)) {
       if (bar) bar->finish();

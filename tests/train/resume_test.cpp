@@ -18,18 +18,13 @@
 #include "attn/io/checkpoint.h"
 #include "attn/io/safetensors.h"
 #include "attn/train/classifier.h"
+#include "train_checks.h"
 
 using namespace attn;
 
 namespace {
 
-std::string tmp_dir(const std::string& name) {
-  std::string d = std::filesystem::temp_directory_path().string() + "/attn_resume_test_" + name + "_" +
-                  std::to_string(::getpid());
-  std::filesystem::remove_all(d);
-  std::filesystem::create_directories(d);
-  return d;
-}
+std::string tmp_dir(const std::string& name) { return test::fresh_tmp_dir("attn_resume_test", name); }
 
 train::TrainConfig tiny_vit(const std::string& out) {
   train::TrainConfig cfg;
@@ -47,32 +42,9 @@ train::TrainConfig tiny_vit(const std::string& out) {
   return cfg;
 }
 
-// Bitwise equality of two sequences of doubles, naming the first difference.
-::testing::AssertionResult same_bits(const std::vector<double>& a, const std::vector<double>& b) {
-  if (a.size() != b.size()) return ::testing::AssertionFailure() << a.size() << " vs " << b.size() << " losses";
-  for (size_t i = 0; i < a.size(); ++i)
-    if (std::memcmp(&a[i], &b[i], sizeof(double)) != 0)
-      return ::testing::AssertionFailure() << "step " << i + 1 << ": " << a[i] << " vs " << b[i];
-  return ::testing::AssertionSuccess();
-}
-
-// Every tensor of two checkpoints byte for byte (weights and optimizer state).
-::testing::AssertionResult same_checkpoint(const std::string& p, const std::string& q) {
-  auto a = io::load_safetensors(p), b = io::load_safetensors(q);
-  if (a.tensors.size() != b.tensors.size()) return ::testing::AssertionFailure() << "tensor counts differ";
-  for (size_t i = 0; i < a.tensors.size(); ++i) {
-    const Tensor &x = a.tensors[i].second, &y = b.tensors[i].second;
-    if (a.tensors[i].first != b.tensors[i].first || x.shape() != y.shape() ||
-        std::memcmp(x.contiguous().raw_data(), y.contiguous().raw_data(), size_t(x.numel()) * x.element_size()) != 0)
-      return ::testing::AssertionFailure() << "tensor " << a.tensors[i].first << " differs";
-  }
-  return ::testing::AssertionSuccess();
-}
-
-std::vector<double> concat(std::vector<double> a, const std::vector<double>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
+using test::concat;
+using test::same_bits;
+using test::same_checkpoint;
 
 }  // namespace
 

@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/data/seq_batch.h"
 #include "attn/data/text_pairs.h"
 #include "attn/models/decode.h"
 #include "attn/models/seq2seq.h"
@@ -86,6 +87,10 @@ Seq2SeqResult train_seq2seq(const Seq2SeqConfig& cfg);
 // The data splits of a data spec (as the trainer makes them).
 data::PairSplits load_translation_data(const std::string& data, uint64_t seed, const std::string& sword_dir,
                                        int64_t synthetic_size, int64_t dev_count, int64_t test_count);
+
+// The training loss of one batch: label-smoothed cross-entropy of model.forward(src, src_pad, tgt_in)
+// against tgt_out, averaged over the non-pad target tokens (what train_seq2seq minimises).
+Tensor seq2seq_batch_loss(models::Seq2SeqModel& model, const data::SeqBatch& batch, double label_smoothing);
 
 // The tokenizer the trainer builds for cfg (cfg.tokenizer, cfg.vocab_size, cfg.data) from the
 // training pairs only: a joint SentencePiece model over sources and targets, or characters.
