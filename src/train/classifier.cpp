@@ -16,6 +16,7 @@
 #include "attn/data/loader.h"
 #include "attn/io/checkpoint.h"
 #include "attn/models/vit.h"
+#include "attn/nn/init.h"
 #include "attn/ops/loss.h"
 #include "attn/ops/reduce.h"
 #include "attn/optim/adam.h"
@@ -173,7 +174,11 @@ std::shared_ptr<models::ImageClassifier> load_classifier(const std::string& chec
              "load: checkpoint '", checkpoint, "' has no model config (expected __metadata__.config with a "
              "\"model\" name)");
   const nlohmann::json& cfg = meta["config"];
-  auto model = models::create_model(cfg["model"].get<std::string>(), cfg);
+  std::shared_ptr<models::ImageClassifier> model;
+  {
+    nn::init::SkipRandomInit skip;   // the strict load below overwrites every parameter
+    model = models::create_model(cfg["model"].get<std::string>(), cfg);
+  }
   io::load_checkpoint(checkpoint, *model, nullptr);
   model->eval();
   return model;

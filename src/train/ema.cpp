@@ -3,6 +3,7 @@
 
 #include "attn/autograd/grad_mode.h"
 #include "attn/core/rng.h"
+#include "attn/nn/init.h"
 
 namespace attn::train {
 namespace {
@@ -36,11 +37,13 @@ ModelEma::ModelEma(std::shared_ptr<nn::Module> ema, const nn::Module& model, dou
 ModelEma ModelEma::of(const models::ImageClassifier& model, double decay) {
   const nlohmann::json cfg = model.config();
   ATTN_CHECK(cfg.contains("model"), "model_ema: the model's config has no \"model\" name: ", cfg.dump());
-  // Building the copy draws its (discarded) initial weights: keep the global stream unchanged.
-  Generator& g = default_generator();
-  const uint64_t seed = g.seed(), offset = g.offset();
-  std::shared_ptr<models::ImageClassifier> copy = models::create_model(cfg["model"].get<std::string>(), cfg);
-  g.set_state(seed, offset);
+  // The copy's initial weights are overwritten from the model at once: do not draw them (which also
+  // leaves the global random stream where it was).
+  std::shared_ptr<models::ImageClassifier> copy;
+  {
+    nn::init::SkipRandomInit skip;
+    copy = models::create_model(cfg["model"].get<std::string>(), cfg);
+  }
   return ModelEma(copy, model, decay);
 }
 

@@ -16,6 +16,7 @@
 #include "attn/data/seq_batch.h"
 #include "attn/io/checkpoint.h"
 #include "attn/io/safetensors.h"
+#include "attn/nn/init.h"
 #include "attn/ops/loss.h"
 #include "attn/optim/adam.h"
 #include "attn/optim/clip.h"
@@ -531,7 +532,11 @@ Translator load_translator(const std::string& checkpoint) {
              "': the translation checkpoint has no tokenizer");
   auto tok = text::Tokenizer::deserialize(base64_decode(meta["tokenizer"].get<std::string>(), "checkpoint tokenizer"));
   const nlohmann::json& cfg = meta.at("config");
-  auto model = models::create_seq2seq(cfg.at("model").get<std::string>(), cfg);
+  std::shared_ptr<models::Seq2SeqModel> model;
+  {
+    nn::init::SkipRandomInit skip;   // the strict load below overwrites every parameter
+    model = models::create_seq2seq(cfg.at("model").get<std::string>(), cfg);
+  }
   io::load_checkpoint(checkpoint, *model, nullptr);
   model->eval();
   return Translator(std::move(model), std::move(tok), std::move(meta));

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "attn/attn.h"
+#include "attn/io/safetensors.h"
 #include "attn/nn/init.h"
 #include "attn/nn/linear.h"
 #include "attn/nn/mlp.h"
@@ -404,4 +405,48 @@ TEST(Init, FillsAsSpecified) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "fan_in_and_fan_out: expected a tensor with at least 2 dims, got shape [5]");
   }
+}
+
+TEST(Init, SkipRandomInitZeroFillsAndLeavesTheGeneratorAlone) {
+  Generator g(21);
+  const uint64_t offset = g.offset();
+  Tensor t = Tensor::full({16, 8}, 5.0f);
+  {
+    nn::init::SkipRandomInit skip;
+    EXPECT_TRUE(nn::init::random_init_skipped());
+    {
+      nn::init::SkipRandomInit nested;
+    }
+    EXPECT_TRUE(nn::init::random_init_skipped());   // still inside the outer guard
+    nn::init::trunc_normal_(t, g, 0.0, 0.02);
+    EXPECT_EQ(max(abs(t)).item(), 0.0);
+    t.fill_(5.0);
+    nn::init::kaiming_uniform_(t, g, std::sqrt(5.0));
+    EXPECT_EQ(max(abs(t)).item(), 0.0);
+    t.fill_(5.0);
+    nn::init::normal_(t, g, 1.0, 2.0);
+    EXPECT_EQ(max(abs(t)).item(), 0.0);
+    nn::init::ones_(t);   // constant fills are not random: still applied
+    EXPECT_EQ(sum(t).item(), 128.0);
+    EXPECT_EQ(g.offset(), offset);
+  }
+  EXPECT_FALSE(nn::init::random_init_skipped());
+  nn::init::normal_(t, g, 0.0, 1.0);   // drawing again after the guard
+  EXPECT_GT(max(abs(t)).item(), 0.0);
+  EXPECT_NE(g.offset(), offset);
+  // A model built under the guard, then strictly loaded, equals the saved one.
+  manual_seed(3);
+  nn::Linear a(6, 4);
+  const std::string path = ::testing::TempDir() + "attn_skip_init.safetensors";
+  io::save_safetensors(path, a.state_dict());
+  std::unique_ptr<nn::Linear> b;
+  {
+    nn::init::SkipRandomInit skip;
+    b = std::make_unique<nn::Linear>(6, 4);
+  }
+  EXPECT_EQ(max(abs(b->weight)).item(), 0.0);
+  b->load_state_dict(io::load_safetensors(path).tensors, true);
+  EXPECT_TENSOR_NEAR(b->weight, a.weight, 0, 0);
+  EXPECT_TENSOR_NEAR(b->bias, a.bias, 0, 0);
+  std::remove(path.c_str());
 }

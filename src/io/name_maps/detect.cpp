@@ -1,12 +1,14 @@
 // Layout detection, dispatch to the per-layout maps, and load_foreign_vit (model construction,
 // position-embedding resampling, strict load with one error naming the layout).
 #include <cmath>
+#include <optional>
 #include <sstream>
 
 #include "attn/autograd/grad_mode.h"
 #include "attn/core/error.h"
 #include "attn/io/name_maps.h"
 #include "attn/io/pos_resample.h"
+#include "attn/nn/init.h"
 
 namespace attn::io {
 
@@ -121,7 +123,13 @@ ForeignVit load_foreign_vit(const TensorList& sd, const ForeignVitOptions& o) {
              o.overrides.dump());
   for (const auto& [k, v] : o.overrides.items()) cfg[k] = v;
   if (o.image_size > 0) cfg["image_size"] = o.image_size;
-  auto base = models::create_model(o.model, cfg);
+  std::shared_ptr<models::ImageClassifier> base;
+  {
+    // A strict load overwrites every parameter: skip drawing the initial weights (seconds for ViT-B).
+    std::optional<nn::init::SkipRandomInit> skip;
+    if (o.strict) skip.emplace();
+    base = models::create_model(o.model, cfg);
+  }
   r.model = std::dynamic_pointer_cast<models::VisionTransformer>(base);
   ATTN_CHECK(r.model, "convert: model '", o.model, "' is not a ViT / DeiT (VisionTransformer)");
   models::VisionTransformer& m = *r.model;
