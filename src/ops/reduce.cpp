@@ -68,16 +68,51 @@ void row_sums(const T* x, int64_t rows, int64_t inner, T* out) {
   });
 }
 
-// Sum over leading rows of a contiguous (rows, cols) matrix: out[c] = Σ_r x[r, c].
+// Sum over leading rows of a contiguous (rows, cols) matrix: out[c] = Σ_r x[r, c] (a bias gradient).
+// Double accumulation. Tall matrices: a fixed number of row blocks (set by the size, not the thread
+// count, so the result is the same for any thread count), each summing its rows into its own partial
+// with unit-stride (vectorised) passes; the partials are then added in block order. Short ones: column
+// chunks. (The old column-chunk loop over all rows ran at 2.5 GB/s on a ViT MLP's 6400 x 768 gradient.)
 template <class T>
 void col_sums(const T* x, int64_t rows, int64_t cols, T* out) {
-  parallel_for(0, cols, 64, [&](int64_t b, int64_t e) {
-    std::vector<double> acc(size_t(e - b), 0.0);
-    for (int64_t r = 0; r < rows; ++r) {
-      const T* p = x + r * cols;
-      for (int64_t c = b; c < e; ++c) acc[size_t(c - b)] += double(p[c]);
+  if (rows <= 0 || cols <= 0) {
+    for (int64_t c = 0; c < cols; ++c) out[c] = T(0);
+    return;
+  }
+  const int64_t nb = std::clamp<int64_t>(rows * cols / 32768, 1, std::min<int64_t>(rows / 8 + 1, 32));
+  if (nb == 1 || cols > 65536) {
+    parallel_for(0, cols, 256, [&](int64_t b, int64_t e) {
+      std::vector<double> acc(size_t(e - b), 0.0);
+      double* a = acc.data();
+      for (int64_t r = 0; r < rows; ++r) {
+        const T* p = x + r * cols + b;
+        for (int64_t c = 0; c < e - b; ++c) a[c] += double(p[c]);
+      }
+      for (int64_t c = b; c < e; ++c) out[c] = T(a[c - b]);
+    });
+    return;
+  }
+  std::vector<double> part(size_t(nb * cols), 0.0);
+  parallel_for(0, nb, 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t blk = b0; blk < b1; ++blk) {
+      const int64_t r0 = rows * blk / nb, r1 = rows * (blk + 1) / nb;
+      // Column tiles of 2048 keep the partial (16 KiB of doubles) in L1 on wide matrices.
+      for (int64_t c0 = 0; c0 < cols; c0 += 2048) {
+        const int64_t n = std::min<int64_t>(2048, cols - c0);
+        double* a = part.data() + blk * cols + c0;
+        for (int64_t r = r0; r < r1; ++r) {
+          const T* p = x + r * cols + c0;
+          for (int64_t c = 0; c < n; ++c) a[c] += double(p[c]);
+        }
+      }
     }
-    for (int64_t c = b; c < e; ++c) out[c] = T(acc[size_t(c - b)]);
+  });
+  parallel_for(0, cols, 1024, [&](int64_t b, int64_t e) {
+    for (int64_t c = b; c < e; ++c) {
+      double s = 0;
+      for (int64_t blk = 0; blk < nb; ++blk) s += part[size_t(blk * cols + c)];
+      out[c] = T(s);
+    }
   });
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "attn/attn.h"
+#include "attn/core/parallel.h"
 #include "torch_ref.h"
 
 using namespace attn;
@@ -164,6 +165,27 @@ TEST(Reduce, ArgmaxAndNaN) {
   EXPECT_EQ(argmax(x, 1).to_vector<int64_t>(), (std::vector<int64_t>{1, 1}));
   EXPECT_TRUE(std::isnan(max(x, 1).first.at({1})));
   EXPECT_EQ(sum(Tensor::zeros({0, 3}), {0}).to_vector<float>(), (std::vector<float>{0, 0, 0}));
+}
+
+// The column-sum fast path (a bias gradient: sum over the leading dims of a contiguous tensor) in
+// its three shapes: few rows (column chunks), tall (row blocks), wide (row blocks, column tiles).
+// Same result at 1 and 2 threads, and within float rounding of a double reference.
+TEST(Reduce, ColumnSumsTallWideAndThreadInvariant) {
+  Generator g(37);
+  for (Shape shape : {Shape{5, 3000}, Shape{6400, 24}, Shape{300, 5000}, Shape{2, 90, 7}}) {
+    Tensor x = randn(shape, g, DType::f32);
+    const int64_t cols = shape.back(), rows = x.numel() / cols;
+    const std::vector<int64_t> dims = shape.size() == 3 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0};
+    const int threads = get_num_threads();
+    set_num_threads(1);
+    Tensor one = sum(x, dims);
+    set_num_threads(2);
+    Tensor two = sum(x, dims);
+    set_num_threads(threads);
+    EXPECT_TENSOR_NEAR(one, two, 0, 0) << rows << " x " << cols;
+    Tensor ref = sum(x.to(DType::f64).reshape({rows, cols}), {0}).to(DType::f32);
+    EXPECT_TENSOR_NEAR(two, ref, 1e-5, 1e-6) << rows << " x " << cols;
+  }
 }
 
 TEST(Matmul, MatchesTorchIncludingTransposedAndBatched) {
