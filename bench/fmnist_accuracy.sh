@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Issue 4's accuracy and distillation targets on Fashion-MNIST: long runs (hours), so a benchmark, not a
+# test. Run each mode on a quiet machine (nothing else running: 2 threads, OMP_WAIT_POLICY=PASSIVE for
+# both attn and PyTorch). Every run writes its own directory under WORK (default runs/fmnist-accuracy)
+# with attn's metrics.json / log.jsonl / curve.svg, and the script prints a summary table at the end.
+#
+#   bash bench/fmnist_accuracy.sh BUILD budget [EPOCHS]   # vit_fmnist, EPOCHS (default 18) sized to fit 2 h;
+#                                                         # target: final-epoch test accuracy >= 92%
+#   bash bench/fmnist_accuracy.sh BUILD peer              # attn vs PyTorch (bench/peers/vit_fmnist_train.py),
+#                                                         # same model + recipe, 10 epochs, seeds 0 and 1;
+#                                                         # target: attn's mean within 0.5 points
+#   bash bench/fmnist_accuracy.sh BUILD teacher [EPOCHS]  # the CNN teacher (resnet_fmnist); target >= 93%
+#   bash bench/fmnist_accuracy.sh BUILD distill [EPOCHS]  # deit_fmnist_distilled from the teacher: none /
+#                                                         # soft / hard, seeds 0 and 1 (needs `teacher` first)
+#   bash bench/fmnist_accuracy.sh BUILD summary           # the table of everything run so far
+#
+# Recipe (both sides): AdamW lr 1e-3, wd 0.05, 1 warm-up epoch then cosine, label smoothing 0.1, batch 128,
+# random crop (padding 2) + horizontal flip. Extra flags after the mode's arguments go to `attn train`
+# (attn-only runs), e.g. `... budget 18 --rand-augment 2 --erase 0.25`.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:?usage: bench/fmnist_accuracy.sh BUILD budget|peer|teacher|distill|summary [EPOCHS] [attn train flags]}
+mode=${2:?expected a mode: budget | peer | teacher | distill | summary}
+shift 2
+[[ "$build" = /* ]] || build="$root/$build"
+attn="$build/attn"
+work=${WORK:-$root/runs/fmnist-accuracy}
+mkdir -p "$work"
+export OMP_WAIT_POLICY=PASSIVE ATTN_NO_REEXEC=1
+recipe=(--augment --lr 1e-3 --wd 0.05 --warmup-epochs 1 --label-smoothing 0.1 --batch 128 --threads 2)
+
+need_attn() { [[ -x "$attn" ]] || { echo "fmnist_accuracy.sh: expected the attn binary at $attn" >&2; exit 2; }; }
+epochs_arg() { if [[ $# -gt 0 && "$1" =~ ^[0-9]+$ ]]; then echo "$1"; else echo "$2"; fi; }
+
+run_attn() {   # name model epochs seed [flags...]
+  local name=$1 model=$2 epochs=$3 seed=$4
+  shift 4
+  echo "== attn $name: $model, $epochs epochs, seed $seed $*" >&2
+  "$attn" train --model "$model" --epochs "$epochs" --seed "$seed" "${recipe[@]}" --out "$work/$name" "$@" \
+    | tee "$work/$name.txt" | tail -4
+}
+
+case $mode in
+  budget)
+    need_attn
+    epochs=$(epochs_arg "${1:-}" 18); [[ "${1:-}" =~ ^[0-9]+$ ]] && shift
+    start=$(date +%s)
+    run_attn "budget-e$epochs" vit_fmnist "$epochs" 0 "$@"
+    echo "wall time: $(( $(date +%s) - start )) s (budget: 7200 s)" | tee -a "$work/budget-e$epochs.txt"
+    ;;
+  peer)
+    need_attn
+    for seed in 0 1; do
+      run_attn "peer-attn-s$seed" vit_fmnist 10 "$seed"
+      echo "== torch seed $seed: vit_fmnist, 10 epochs" >&2
+      /usr/bin/python3 "$root/bench/peers/vit_fmnist_train.py" --epochs 10 --threads 2 --augment --seed "$seed" \
+        | tee "$work/peer-torch-s$seed.txt" | tail -2
+    done
+    ;;
+  teacher)
+    need_attn
+    epochs=$(epochs_arg "${1:-}" 15); [[ "${1:-}" =~ ^[0-9]+$ ]] && shift
+    run_attn teacher resnet_fmnist "$epochs" 0 --lr 2e-3 "$@"
+    ;;
+  distill)
+    need_attn
+    [[ -f "$work/teacher/checkpoint.safetensors" ]] || { echo "fmnist_accuracy.sh: run the teacher mode first ($work/teacher/checkpoint.safetensors is missing)" >&2; exit 2; }
+    epochs=$(epochs_arg "${1:-}" 10); [[ "${1:-}" =~ ^[0-9]+$ ]] && shift
+    for seed in 0 1; do
+      run_attn "distill-none-s$seed" vit_fmnist "$epochs" "$seed" "$@"
+      for kind in soft hard; do
+        run_attn "distill-$kind-s$seed" deit_fmnist_distilled "$epochs" "$seed" \
+          --teacher "$work/teacher/checkpoint.safetensors" --distill "$kind" "$@"
+      done
+    done
+    ;;
+  summary) ;;
+  *) echo "fmnist_accuracy.sh: unknown mode '$mode' (expected budget | peer | teacher | distill | summary)" >&2; exit 2 ;;
+esac
+
+/usr/bin/python3 - "$work" <<'EOF'
+import glob, json, os, sys
+work = sys.argv[1]
+print(f"\nFashion-MNIST runs in {work} (test accuracy, %)")
+for d in sorted(glob.glob(os.path.join(work, "*/metrics.json"))):
+    m = json.load(open(d))
+    name = os.path.basename(os.path.dirname(d))
+    extra = ""
+    if "test_accuracy_cls" in m:
+        extra = f"  class head {100 * m['test_accuracy_cls']:.2f}, dist head {100 * m['test_accuracy_dist']:.2f}"
+    print(f"  attn  {name:22} {100 * m['test_accuracy']:6.2f}   {m['steps']:6} steps  {m['seconds']:7.0f} s  "
+          f"{m['images_per_second']:6.0f} img/s{extra}")
+for f in sorted(glob.glob(os.path.join(work, "peer-torch-s*.txt"))):
+    lines = [l for l in open(f) if l.startswith("{")]
+    if lines:
+        m = json.loads(lines[-1])
+        print(f"  torch {os.path.basename(f)[:-4]:22} {100 * m['test_accuracy']:6.2f}   "
+              f"{m.get('seconds', float('nan')):7.0f} s  {m.get('images_per_second', float('nan')):6.0f} img/s")
+EOF
