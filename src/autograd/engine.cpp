@@ -58,6 +58,32 @@ static void accumulate(std::shared_ptr<TensorImpl>& slot, const Tensor& g, bool 
   else slot = add(Tensor(slot), g).impl_ptr();
 }
 
+namespace {
+// The gradient accumulated for one node's output. `owned`: the tensor was made here (zeros, a sum, a
+// clone), so nothing else sees it and it may be written in place.
+struct Slot {
+  std::shared_ptr<TensorImpl> grad;
+  bool owned = false;
+};
+
+void accumulate_slot(Slot& slot, const Tensor& g) {
+  slot.owned = slot.grad != nullptr;   // a sum is a new tensor; a first gradient may alias another's
+  accumulate(slot.grad, g, false);
+}
+
+// dout of a view op (Node::grad_is_view) added in place into its input's accumulated gradient.
+void accumulate_view(const Node& n, const Tensor& dout, Slot& slot, const Node& input) {
+  if (!slot.grad) slot.grad = Tensor::zeros(input.output_shape, input.output_dtype).impl_ptr();
+  else if (!slot.owned) slot.grad = Tensor(slot.grad).clone().impl_ptr();
+  slot.owned = true;
+  Tensor part = n.input_grad_view(Tensor(slot.grad));
+  ATTN_CHECK(part.defined() && part.shape() == dout.shape(), "backward: node '", n.name(),
+             "' gave a gradient view of shape ", part.defined() ? part.shape() : Shape{},
+             " for an output gradient of shape ", dout.shape());
+  add_(part, dout.dtype() == part.dtype() ? dout : dout.to(part.dtype()));
+}
+}  // namespace
+
 static void accumulate_leaf(TensorImpl& leaf, const Tensor& g) {
   ATTN_CHECK(g.shape() == leaf.shape, "backward: gradient of shape ", g.shape(),
              " for a leaf of shape ", leaf.shape);
@@ -97,15 +123,22 @@ void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) 
       stack.pop_back();
     }
   }
-  std::unordered_map<Node*, std::shared_ptr<TensorImpl>> grads;
-  grads[root.grad_fn().get()] = grad.impl_ptr();
+  std::unordered_map<Node*, Slot> grads;
+  grads[root.grad_fn().get()].grad = grad.impl_ptr();
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     Node* n = *it;
     auto gi = grads.find(n);
-    if (gi == grads.end() || !gi->second) continue;
-    Tensor dout(gi->second);
+    if (gi == grads.end() || !gi->second.grad) continue;
+    Tensor dout(gi->second.grad);
     grads.erase(gi);
     if (auto out = n->output.lock(); out && out->retains_grad) accumulate(out->grad, dout, true);
+    // View ops feeding another node: add into that node's gradient in place.
+    if (n->grad_is_view() && n->next.size() == 1 && n->next[0].fn) {
+      Node& in = *n->next[0].fn;
+      accumulate_view(*n, dout, grads[&in], in);
+      if (!retain_graph) n->release();
+      continue;
+    }
     std::vector<Tensor> din = n->backward(dout);
     ATTN_CHECK(din.size() == n->next.size(), "backward: node '", n->name(), "' returned ", din.size(),
                " gradients for ", n->next.size(), " inputs");
@@ -116,7 +149,7 @@ void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) 
         ATTN_CHECK(din[k].shape() == e.fn->output_shape, "backward: node '", n->name(),
                    "' returned a gradient of shape ", din[k].shape(), " for input ", k, " of shape ",
                    e.fn->output_shape);
-        accumulate(grads[e.fn.get()], din[k], false);
+        accumulate_slot(grads[e.fn.get()], din[k]);
       } else if (e.leaf) {
         accumulate_leaf(*e.leaf, din[k]);
       }

@@ -86,6 +86,8 @@ struct SliceNode : autograd::Node {
   DType in_dtype;
   int64_t dim, start, end, step;
   const char* name() const override { return "slice"; }
+  bool grad_is_view() const override { return true; }
+  Tensor input_grad_view(const Tensor& grad) const override { return grad.slice(dim, start, end, step); }
   std::vector<Tensor> backward(const Tensor& dout) override {
     Tensor dx = Tensor::zeros(in_shape, in_dtype);
     Tensor part = dx.slice(dim, start, end, step);
@@ -99,6 +101,8 @@ struct SelectNode : autograd::Node {
   DType in_dtype;
   int64_t dim, index;
   const char* name() const override { return "select"; }
+  bool grad_is_view() const override { return true; }
+  Tensor input_grad_view(const Tensor& grad) const override { return grad.select(dim, index); }
   std::vector<Tensor> backward(const Tensor& dout) override {
     Tensor dx = Tensor::zeros(in_shape, in_dtype);
     Tensor part = dx.select(dim, index);

@@ -146,6 +146,68 @@ TEST(Autograd, AccumulatesAndRetains) {
   }
 }
 
+// Slice / select gradients are added in place into one buffer per input (Node::grad_is_view) instead
+// of one full-size zero tensor per view: q, k, v selected from a packed qkv, overlapping slices, a view
+// of a view, a view gradient meeting an ordinary one, a retained intermediate (whose .grad must not be
+// written through), a second backward with retain_graph. Every gradient equals the one built by hand.
+TEST(Autograd, ViewGradientsAccumulateInOneBuffer) {
+  Generator g(5);
+  Tensor x = randn({4, 3, 5}, g, DType::f64);
+  Tensor w = randn({4, 5}, g, DType::f64);
+  x.requires_grad_();
+  Tensor h = x * 2.0;            // a node: the slices below feed it, not a leaf
+  h.retain_grad();
+  Tensor q = h.select(1, 0), k = h.select(1, 1), v = h.select(1, 2);
+  Tensor a = h.slice(2, 1, 4), b = h.slice(2, 0, 2);           // overlapping at column 1
+  Tensor c = h.slice(0, 1, 3).select(1, 2);                    // a view of a view
+  Tensor loss = sum(q * w) + sum(k * k) + sum(v) * 3.0 + sum(a * a) + sum(b) + sum(c * 5.0) + sum(h * h);
+  loss.backward(Tensor(), true);
+  // By hand: dL/dh, then dL/dx = 2 dL/dh.
+  Tensor hd = h.detach();
+  Tensor gh = hd * 2.0;                                       // sum(h * h)
+  Tensor ref = gh.clone();
+  {
+    NoGradGuard ng;
+    auto at = [&](int64_t i, int64_t j, int64_t l) -> double& {
+      return static_cast<double*>(ref.impl().storage->data)[(i * 3 + j) * 5 + l];
+    };
+    auto hv = [&](int64_t i, int64_t j, int64_t l) { return hd.at({i, j, l}); };
+    for (int64_t i = 0; i < 4; ++i)
+      for (int64_t l = 0; l < 5; ++l) {
+        at(i, 0, l) += w.at({i, l});
+        at(i, 1, l) += 2.0 * hv(i, 1, l);
+        at(i, 2, l) += 3.0;
+        for (int64_t j = 0; j < 3; ++j) {
+          if (l >= 1 && l < 4) at(i, j, l) += 2.0 * hv(i, j, l);
+          if (l < 2) at(i, j, l) += 1.0;
+        }
+        if (i >= 1 && i < 3) at(i, 2, l) += 5.0;
+      }
+  }
+  EXPECT_TENSOR_NEAR(h.grad(), ref, 1e-12, 0);
+  EXPECT_TENSOR_NEAR(x.grad(), ref * 2.0, 1e-12, 0);
+  // The retained gradient is not written through by the second pass's in-place view additions: the
+  // tensor handed out after the first pass keeps its values; both .grad fields accumulate.
+  Tensor hg = h.grad();
+  Tensor snapshot = hg.clone();
+  loss.backward();
+  EXPECT_TENSOR_NEAR(x.grad(), ref * 4.0, 1e-12, 0);
+  EXPECT_TENSOR_NEAR(h.grad(), ref * 2.0, 1e-12, 0);
+  EXPECT_TENSOR_NEAR(hg, snapshot, 0, 0);
+  // Views of a leaf take the ordinary path (the leaf's .grad).
+  Tensor y = randn({3, 4}, g, DType::f64);
+  y.requires_grad_();
+  (sum(y.select(0, 1) * 2.0) + sum(y.slice(1, 0, 2))).backward();
+  Tensor yref = Tensor::zeros({3, 4}, DType::f64);
+  {
+    NoGradGuard ng;
+    yref.select(0, 1).fill_(2.0);
+    Tensor part = yref.slice(1, 0, 2);
+    add_(part, Tensor::ones({3, 2}, DType::f64));
+  }
+  EXPECT_TENSOR_NEAR(y.grad(), yref, 0, 0);
+}
+
 TEST(Autograd, ViewGradients) {
   Tensor x = Tensor::randn({2, 3, 4}, DType::f64);
   EXPECT_TRUE(test::gradcheck([](const std::vector<Tensor>& in) {

@@ -43,6 +43,13 @@ struct Node {
   virtual std::vector<Tensor> backward(const Tensor& dout) = 0;
   // Frees saved tensors after a backward pass that did not ask to retain the graph.
   virtual void release() {}
+  // Single-input ops whose input gradient is zero except on a view of the input (slice, select) may
+  // return that view of `grad`, a tensor of the input's shape; the engine then adds dout into it in
+  // place, in the gradient it accumulates for the input, instead of calling backward() for a full-size
+  // tensor that is mostly zeros (q, k, v selected from one qkv tensor: one buffer, not three plus two
+  // additions). Such ops override both.
+  virtual bool grad_is_view() const { return false; }
+  virtual Tensor input_grad_view(const Tensor& grad) const { return Tensor(); }
 };
 
 // True when grad mode is on and any defined input requires grad.
