@@ -4,6 +4,7 @@
 #include "attn/ops/attention.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include "attn/autograd/grad_mode.h"
@@ -65,17 +66,22 @@ struct FusedSetup {
   }
 };
 
-// Runs fn(item, scratch) for every item, items dealt round-robin to the threads (causal tiles are
-// uneven; each item writes its own outputs, so the result does not depend on the assignment).
+// Runs fn(item, scratch) for every item, the threads taking the next item from a shared counter:
+// causal items are uneven, and on a loaded machine a thread the OS deschedules holds up none of
+// the others' items (with a fixed deal the wall time is the slower thread's). Each item writes
+// its own outputs and rebuilds the scratch it reads, so the result does not depend on which
+// thread ran it.
 template <class F>
 void run_items(int64_t items, int64_t scratch_floats, F&& fn) {
   if (items <= 0) return;
   const int64_t nt = std::min<int64_t>(get_num_threads(), items);
-  parallel_for(0, nt, 1, [&](int64_t s0, int64_t s1) {
+  std::atomic<int64_t> next{0};
+  parallel_for(0, nt, 1, [&](int64_t, int64_t) {
     Tensor scratch = Tensor::empty({scratch_floats});
     float* ps = scratch.data<float>();
-    for (int64_t s = s0; s < s1; ++s)
-      for (int64_t it = s; it < items; it += nt) fn(it, ps);
+    for (int64_t it = next.fetch_add(1, std::memory_order_relaxed); it < items;
+         it = next.fetch_add(1, std::memory_order_relaxed))
+      fn(it, ps);
   });
 }
 
@@ -183,8 +189,13 @@ SdpaResult sdpa_fused(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in
   a.out = out.data<float>();
   a.rowmax = lse.data<float>();
   a.logsum = a.rowmax + g.B * g.NH * g.Tq;
+  // Query blocks per work item: up to 4 (each key block is packed once per item), while leaving
+  // at least two items per thread for balance.
+  const int64_t qblocks = g.B * g.NH * kernels::attn_q_blocks(g);
+  const int64_t qpi = std::clamp<int64_t>(qblocks / (2 * get_num_threads()), 1, 4);
+  a.q_blocks_per_item = qpi;
   const auto& kern = kernels::attention_kernels();
-  run_items(kernels::attention_fwd_items(g), kernels::attention_fwd_scratch(g),
+  run_items(kernels::attention_fwd_items(g, qpi), kernels::attention_fwd_scratch(g, qpi),
             [&](int64_t it, float* scratch) { kern.fwd(a, it, it + 1, scratch); });
   if (autograd::needs_grad({q_in, k_in, v_in})) {
     auto n = std::make_shared<SdpaFusedNode>();

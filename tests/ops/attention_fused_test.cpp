@@ -128,6 +128,10 @@ const std::vector<Case> kSweep = {
     {1, 1, 197, 64, 80, 80, MK::none, true, CA::bottom_right},   // Tq > Tk: leading rows all masked
     {1, 1, 197, 1023, 32, 32, MK::bool_key_padding, true, CA::bottom_right},
     {1, 1, 1023, 197, 80, 80, MK::bool_tq_tk, true, CA::top_left},
+    // Work items of several query blocks sharing one packed key block (at 2 threads: 4 blocks per
+    // item, the head's 5th block alone; 2 per item, Tq > Tk so whole blocks skip key blocks).
+    {1, 4, 320, 320, 64, 64, MK::none, true, CA::top_left},
+    {1, 2, 300, 150, 32, 32, MK::bool_tq_tk, true, CA::bottom_right},
     {1, 1, 1023, 1023, 64, 64, MK::float_tq_tk, true, CA::top_left},
     {2, 2, 1, 1023, 64, 64, MK::bool_key_padding, true, CA::bottom_right},   // decoding
     {1, 1, 1023, 1, 32, 32, MK::none, false, CA::top_left},

@@ -4,12 +4,15 @@
 // allocates, splits work items across threads and owns the autograd node.
 //
 //   const auto& k = attn::kernels::attention_kernels();      // the active ISA's kernels
-//   parallel_for(0, attention_fwd_items(a.g), 1, [&](int64_t i0, int64_t i1) {
-//     k.fwd(a, i0, i1, scratch);                              // scratch: attention_fwd_scratch(a.g) floats
+//   a.q_blocks_per_item = 4;
+//   parallel_for(0, attention_fwd_items(a.g, 4), 1, [&](int64_t i0, int64_t i1) {
+//     k.fwd(a, i0, i1, scratch);                              // scratch: attention_fwd_scratch(a.g, 4) floats
 //   });
 //
-// Forward work item = (b*NH + h, query block of kAttnBQ rows); the key blocks (kAttnBK keys) are
-// walked in order with an online softmax, so nothing of size Tq × Tk is ever stored. Backward
+// Forward work item = (b*NH + h, q_blocks_per_item query blocks of kAttnBQ rows); the key blocks
+// (kAttnBK keys) are walked in order with an online softmax per row, so nothing of size Tq × Tk is
+// ever stored. Each key block is packed once per item and used by all of the item's query blocks
+// (packing it once per query block cost about a fifth of the forward at HS 64). Backward
 // work item = (b*NH + h, group g of key blocks): dk, dv of those keys are complete in the item;
 // its dq contribution goes to dq_part[bh][g], summed over g in order afterwards — deterministic.
 // Everything here is plain data (no inline functions with external linkage) so the ISA
@@ -68,6 +71,7 @@ struct AttnFwdArgs {
   // A row with every key masked gets max = +inf, logsum = 0 (all its weights are then 0).
   float* rowmax = nullptr;   // (B, NH, Tq)
   float* logsum = nullptr;   // (B, NH, Tq)
+  int64_t q_blocks_per_item = 1;   // query blocks of kAttnBQ rows per work item (>= 1)
 };
 
 struct AttnBwdArgs {
@@ -101,13 +105,18 @@ namespace {
 inline int64_t attn_pad(int64_t n) { return (n + kAttnPad - 1) / kAttnPad * kAttnPad; }
 inline int64_t attn_q_blocks(const AttnGeometry& g) { return (g.Tq + kAttnBQ - 1) / kAttnBQ; }
 inline int64_t attn_k_blocks(const AttnGeometry& g) { return (g.Tk + kAttnBK - 1) / kAttnBK; }
-inline int64_t attention_fwd_items(const AttnGeometry& g) { return g.B * g.NH * attn_q_blocks(g); }
+// Work items of one (b, h): its query blocks in runs of qpi.
+inline int64_t attn_fwd_head_items(const AttnGeometry& g, int64_t qpi) { return (attn_q_blocks(g) + qpi - 1) / qpi; }
+inline int64_t attention_fwd_items(const AttnGeometry& g, int64_t qpi) {
+  return g.B * g.NH * attn_fwd_head_items(g, qpi);
+}
 inline int64_t attention_bwd_items(const AttnGeometry& g, int64_t groups) { return g.B * g.NH * groups; }
 
 // Scratch floats one thread needs for a run of items (the ISA units carve it the same way).
-inline int64_t attention_fwd_scratch(const AttnGeometry& g) {
-  const int64_t HSp = attn_pad(g.HS), HSvp = attn_pad(g.HSv);
-  return kAttnBQ * HSp + HSp * kAttnBK + kAttnBK * HSvp + kAttnBQ * kAttnBK + kAttnBQ * HSvp + 2 * kAttnBQ;
+inline int64_t attention_fwd_scratch(const AttnGeometry& g, int64_t qpi) {
+  // Per row: Qs, acc, the max and a vector (<= kAttnPad lanes) of partial sums; then Kᵀ, V and S tiles.
+  const int64_t HSp = attn_pad(g.HS), HSvp = attn_pad(g.HSv), rows = qpi * kAttnBQ;
+  return rows * HSp + rows * HSvp + rows * (1 + kAttnPad) + HSp * kAttnBK + kAttnBK * HSvp + kAttnBQ * kAttnBK;
 }
 inline int64_t attention_bwd_scratch(const AttnGeometry& g) {
   const int64_t HSp = attn_pad(g.HS), HSvp = attn_pad(g.HSv);

@@ -6,6 +6,7 @@
 // Every product is one register-blocked GEMM, C (+)= A·B with A, B, C row-major, N a multiple of
 // the lane count (operands are packed into zero-padded scratch first):
 //   forward   S = Qs·Kᵀ (Kᵀ packed),  acc = acc·alpha + P·V           online softmax per row
+//             (one packed K/V block serves the item's q_blocks_per_item query blocks)
 //   backward  S = Qs·Kᵀ, dP = dO·Vᵀ,  W = exp(S - max - logsum),  dS = W ∘ (dP − D)
 //             dV += Wᵀ·dO,  dK += dSᵀ·Qs,  dq_part += dS·K              (FlashAttention-2)
 // with dropout: W' = W·keep·s used for out / dV, and dP·keep·s in dS.
@@ -100,17 +101,6 @@ struct AttnOps {
     for (int64_t j = 0; j < n; j += W) m0 = V::max(m0, V::load(s + j));
     return V::hmax(m0);
   }
-  // s = exp(s - m); returns the sum.
-  static float exp_sub_sum(float* s, int64_t n, float m) {
-    const R vm = V::set1(m);
-    R acc = V::zero();
-    for (int64_t j = 0; j < n; j += W) {
-      const R e = RowOps<V>::exp(V::sub(V::load(s + j), vm));
-      V::store(s + j, e);
-      acc = V::add(acc, e);
-    }
-    return V::hsum(acc);
-  }
   // s = exp((s - m) - ls): the softmax weights from the saved row max and log-sum.
   static void weights_row(float* s, int64_t n, float m, float ls) {
     const R vm = V::set1(m), vl = V::set1(ls);
@@ -167,34 +157,83 @@ struct AttnOps {
 
   // ---------------- forward ----------------
 
+  // The forward's exponential: 2^t for t <= ~0, t clamped to >= -127, whose 2^n scale is +0 (so
+  // results below ~2^-126 flush to 0, -inf gives 0, NaN propagates); n = round(t), and 2^f for
+  // |f| <= 1/2 is a degree-5 polynomial (weighted least squares on Chebyshev nodes, 1.9e-7 relative
+  // in f32, ~1.5 ulp). About 12 vector ops against RowOps::exp's 20 (AVX2 here: 0.5 against 0.72
+  // ns per element); the exponentials are the forward's largest cost after the two GEMMs.
+  static R exp2_poly(R t) {
+    t = V::max(V::set1(-127.f), t);   // NaN is the second operand: kept
+    const R magic = V::set1(12582912.f);   // 1.5 * 2^23: adding rounds to an integer
+    const R nm = V::add(t, magic);
+    const R f = V::sub(t, V::sub(nm, magic));
+    R p = V::set1(1.326472731307149e-03f);
+    p = V::fma(p, f, V::set1(9.671512991189957e-03f));
+    p = V::fma(p, f, V::set1(5.550733581185341e-02f));
+    p = V::fma(p, f, V::set1(2.4022242426872253e-01f));
+    p = V::fma(p, f, V::set1(6.931470036506653e-01f));
+    p = V::fma(p, f, V::set1(1.f));
+    return V::mul(p, V::exp_scale(nm));
+  }
+  // s = exp(s - m) for s <= m (or -inf), m finite, and l = l·alpha + the exponentials, l being
+  // the row's sum kept as one vector of partial sums (reduced once, at the end of the row: a
+  // horizontal sum per row and key block was a visible share of the row pass). t = (s - m)·log2(e)
+  // with the difference first, so t's rounding error is relative to t, not to m (s·log2(e) -
+  // m·log2(e) in one FMA was 1e-3 off at scores ~1e4).
+  static void exp_sub_acc(float* s, int64_t n, float m, float* l, float alpha) {
+    constexpr float kLog2e = 1.44269504088896341f;
+    const R vl = V::set1(kLog2e), vm = V::set1(m);
+    R acc0 = V::mul(V::load(l), V::set1(alpha)), acc1 = V::zero();
+    int64_t j = 0;
+    for (; j + 2 * W <= n; j += 2 * W) {
+      const R e0 = exp2_poly(V::mul(V::sub(V::load(s + j), vm), vl));
+      const R e1 = exp2_poly(V::mul(V::sub(V::load(s + j + W), vm), vl));
+      V::store(s + j, e0);
+      V::store(s + j + W, e1);
+      acc0 = V::add(acc0, e0);
+      acc1 = V::add(acc1, e1);
+    }
+    for (; j < n; j += W) {
+      const R e = exp2_poly(V::mul(V::sub(V::load(s + j), vm), vl));
+      V::store(s + j, e);
+      acc0 = V::add(acc0, e);
+    }
+    V::store(l, V::add(acc0, acc1));
+  }
+
+  // One work item: query blocks [qb0, qb0 + nsub) of head bh (rows i0 .. i0 + nrows). For each key
+  // block: pack Kᵀ and V once, then per query block S = Qs·Kᵀ, the online-softmax update of its
+  // rows, acc += P·V.
   static void fwd_item(const AttnFwdArgs& a, int64_t item, float* scratch) {
     const AttnGeometry& g = a.g;
-    const int64_t nqb = attn_q_blocks(g);
-    const int64_t bh = item / nqb, qb = item % nqb;
+    const int64_t qpi = a.q_blocks_per_item, nqb = attn_q_blocks(g), nib = attn_fwd_head_items(g, qpi);
+    const int64_t bh = item / nib, qb0 = item % nib * qpi, nsub = imin(qpi, nqb - qb0);
     const int64_t b = bh / g.NH, h = bh % g.NH;
     const int64_t HS = g.HS, HSv = g.HSv, HSp = attn_pad(HS), HSvp = attn_pad(HSv);
-    const int64_t i0 = qb * BQ, mq = imin(BQ, g.Tq - i0);
-    float* Qs = scratch;
-    float* Kt = Qs + BQ * HSp;      // HS × BK
-    float* Vp = Kt + HSp * BK;      // BK × HSvp
-    float* S = Vp + BK * HSvp;      // BQ × BK
-    float* acc = S + BQ * BK;       // BQ × HSvp
-    float* mrow = acc + BQ * HSvp;  // BQ
-    float* lrow = mrow + BQ;        // BQ
+    const int64_t i0 = qb0 * BQ, nrows = imin(nsub * BQ, g.Tq - i0), rows = qpi * BQ;
+    float* Qs = scratch;              // rows × HSp
+    float* acc = Qs + rows * HSp;     // rows × HSvp
+    float* mrow = acc + rows * HSvp;  // rows
+    float* lrow = mrow + rows;        // rows × W: partial sums of the softmax denominators
+    float* Kt = lrow + rows * W;      // HS × BK
+    float* Vp = Kt + HSp * BK;        // BK × HSvp
+    float* S = Vp + BK * HSvp;        // BQ × BK
     const float* q = a.q + b * g.q_sb + h * g.q_sh;
     const float* k = a.k + b * g.k_sb + h * g.k_sh;
     const float* v = a.v + b * g.v_sb + h * g.v_sh;
     const int64_t mbase = b * a.m.sb + h * a.m.sh;
 
-    for (int64_t i = 0; i < mq; ++i) {
+    for (int64_t i = 0; i < nrows; ++i) {
       const float* qr = q + (i0 + i) * g.q_st;
       for (int64_t d = 0; d < HS; ++d) Qs[i * HSp + d] = qr[d] * g.scale;
       mrow[i] = neg_inf();
-      lrow[i] = 0.f;
+      for (int64_t x = 0; x < W; ++x) lrow[i * W + x] = 0.f;
       for (int64_t d = 0; d < HSvp; ++d) acc[i * HSvp + d] = 0.f;
     }
-    // Causal: keys beyond the last row's horizon are hidden from the whole block.
-    const int64_t jend = g.causal ? imax(0, imin(g.Tk, i0 + mq + g.shift)) : g.Tk;
+    // Causal: keys at or beyond a row's horizon are hidden from it; a query block whose last row's
+    // horizon is at or before the key block skips it (its rows would be left unchanged).
+    auto horizon = [&](int64_t last_row) { return g.causal ? imax(0, imin(g.Tk, last_row + 1 + g.shift)) : g.Tk; };
+    const int64_t jend = horizon(i0 + nrows - 1);
     float keep[BK];
     for (int64_t j0 = 0; j0 < jend; j0 += BK) {
       const int64_t nk = imin(BK, g.Tk - j0), nkp = attn_pad(nk);
@@ -204,39 +243,44 @@ struct AttnOps {
       }
       for (int64_t d = 0; d < HS; ++d)
         for (int64_t j = nk; j < nkp; ++j) Kt[d * BK + j] = 0.f;
-      gemm(mq, nkp, HS, Qs, HSp, Kt, BK, S, BK, false);
       for (int64_t j = 0; j < nk; ++j) {
         const float* vr = v + (j0 + j) * g.v_st;
         float* vp = Vp + j * HSvp;
         for (int64_t d = 0; d < HSv; ++d) vp[d] = vr[d];
         for (int64_t d = HSv; d < HSvp; ++d) vp[d] = 0.f;
       }
-      for (int64_t i = 0; i < mq; ++i) {
-        const int64_t qi = i0 + i;
-        float* s = S + i * BK;
-        const int64_t jv = visible(g, qi, j0, nk);
-        mask_row(s, jv, nkp, a.m, mbase + qi * a.m.si + j0 * a.m.sj);
-        const float mx = row_max(s, nkp);
-        const float mold = mrow[i];
-        const float mnew = mx > mold ? mx : mold;
-        // All visible keys so far masked: exponentiate against 0 (every term is exp(-inf) = 0).
-        const float muse = mnew == neg_inf() ? 0.f : mnew;
-        const float alpha = __builtin_expf(mold - muse);
-        const float rs = exp_sub_sum(s, nkp, muse);
-        lrow[i] = lrow[i] * alpha + rs;
-        mrow[i] = mnew;
-        if (a.d.on) {
-          keep_factors(keep, jv, (uint64_t(bh * g.Tq + qi)) * uint64_t(g.Tk) + uint64_t(j0), a.d);
-          for (int64_t j = 0; j < jv; ++j) s[j] *= keep[j];
+      for (int64_t sub = 0; sub < nsub; ++sub) {
+        const int64_t r0 = sub * BQ, mq = imin(BQ, nrows - r0);
+        if (j0 >= horizon(i0 + r0 + mq - 1)) continue;
+        float* Qsub = Qs + r0 * HSp;
+        float* accsub = acc + r0 * HSvp;
+        gemm(mq, nkp, HS, Qsub, HSp, Kt, BK, S, BK, false);
+        for (int64_t i = 0; i < mq; ++i) {
+          const int64_t qi = i0 + r0 + i;
+          float* s = S + i * BK;
+          const int64_t jv = visible(g, qi, j0, nk);
+          mask_row(s, jv, nkp, a.m, mbase + qi * a.m.si + j0 * a.m.sj);
+          const float mx = row_max(s, nkp);
+          const float mold = mrow[r0 + i];
+          const float mnew = mx > mold ? mx : mold;
+          // All visible keys so far masked: exponentiate against 0 (every term is exp(-inf) = 0).
+          const float muse = mnew == neg_inf() ? 0.f : mnew;
+          const float alpha = mold == muse ? 1.f : __builtin_expf(mold - muse);
+          exp_sub_acc(s, nkp, muse, lrow + (r0 + i) * W, alpha);
+          mrow[r0 + i] = mnew;
+          if (a.d.on) {
+            keep_factors(keep, jv, (uint64_t(bh * g.Tq + qi)) * uint64_t(g.Tk) + uint64_t(j0), a.d);
+            for (int64_t j = 0; j < jv; ++j) s[j] *= keep[j];
+          }
+          if (alpha != 1.f) scale_row(accsub + i * HSvp, HSvp, alpha);
         }
-        if (alpha != 1.f) scale_row(acc + i * HSvp, HSvp, alpha);
+        gemm(mq, HSvp, nk, S, BK, Vp, HSvp, accsub, HSvp, true);
       }
-      gemm(mq, HSvp, nk, S, BK, Vp, HSvp, acc, HSvp, true);
     }
-    for (int64_t i = 0; i < mq; ++i) {
+    for (int64_t i = 0; i < nrows; ++i) {
       const int64_t qi = i0 + i;
       float* o = a.out + (bh * g.Tq + qi) * HSv;
-      const float l = lrow[i];
+      const float l = V::hsum(V::load(lrow + i * W));
       if (l == 0.f) {   // every key masked: zeros, and a log-sum-exp that zeroes the weights
         for (int64_t d = 0; d < HSv; ++d) o[d] = 0.f;
         a.rowmax[bh * g.Tq + qi] = __builtin_inff();
