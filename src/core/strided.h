@@ -10,6 +10,20 @@
 
 namespace attn::detail {
 
+// Dim d of an n-dim tensor, negative counting from the end; names op and shape when out of range.
+inline int64_t wrap_dim(int64_t d, int64_t n, const char* op, const Shape& shape) {
+  const int64_t r = d < 0 ? d + n : d;
+  ATTN_CHECK(r >= 0 && r < n, op, ": dim ", d, " is out of range for shape ", shape);
+  return r;
+}
+
+// Product of s[b .. e).
+inline int64_t prod(const Shape& s, int64_t b, int64_t e) {
+  int64_t p = 1;
+  for (int64_t i = b; i < e; ++i) p *= s[i];
+  return p;
+}
+
 // Calls f(offset) for every element, in row-major order (serial).
 template <class F>
 void for_each_offset(const Shape& shape, const Shape& strides, int64_t base, F&& f) {

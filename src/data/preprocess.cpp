@@ -14,7 +14,6 @@ namespace attn::data {
 
 namespace {
 
-bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
 std::string floats(const std::vector<float>& v) {
   std::ostringstream os;
@@ -72,8 +71,8 @@ Preprocess imagenet_eval_preset() { return Preprocess{}; }
 Preprocess preset_for(const std::string& model, WeightSource source, int64_t image_size) {
   ATTN_CHECK(image_size >= 0, "preprocess: expected image_size >= 0, got ", image_size);
   const int64_t s = image_size > 0 ? image_size : 224;
-  const bool deit = starts_with(model, "deit");
-  const bool vit = starts_with(model, "vit");
+  const bool deit = model.starts_with("deit");
+  const bool vit = model.starts_with("vit");
   Preprocess p;
   p.crop_size = s;
   switch (source) {

@@ -9,22 +9,14 @@
 #include "attn/autograd/grad_mode.h"
 #include "attn/autograd/node.h"
 #include "attn/core/parallel.h"
+#include "../core/strided.h"
 
 namespace attn {
 
 namespace {
 
-int64_t wrap_dim(int64_t d, int64_t n, const char* op, const Shape& shape) {
-  const int64_t r = d < 0 ? d + n : d;
-  ATTN_CHECK(r >= 0 && r < n, op, ": dim ", d, " is out of range for shape ", shape);
-  return r;
-}
-
-int64_t prod(const Shape& s, int64_t b, int64_t e) {
-  int64_t p = 1;
-  for (int64_t i = b; i < e; ++i) p *= s[i];
-  return p;
-}
+using detail::prod;
+using detail::wrap_dim;
 
 // Copies `count` blocks of `bytes` bytes: block o from src + o * src_stride to dst + o * dst_stride.
 void copy_blocks(char* dst, int64_t dst_stride, const char* src, int64_t src_stride, int64_t count,

@@ -19,17 +19,8 @@ namespace attn {
 
 namespace {
 
-int64_t wrap_dim(int64_t d, int64_t n, const char* op, const Shape& shape) {
-  const int64_t r = d < 0 ? d + n : d;
-  ATTN_CHECK(r >= 0 && r < n, op, ": dim ", d, " is out of range for shape ", shape);
-  return r;
-}
-
-int64_t prod(const Shape& s, int64_t b, int64_t e) {
-  int64_t p = 1;
-  for (int64_t i = b; i < e; ++i) p *= s[i];
-  return p;
-}
+using detail::prod;
+using detail::wrap_dim;
 
 // Column block for work split by (outer, column block): enough blocks to feed every thread.
 // The block size never changes results (each destination element is summed by one work item).

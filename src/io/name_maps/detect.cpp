@@ -14,7 +14,6 @@ namespace attn::io {
 
 namespace {
 
-bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
 bool contains(const std::string& s, const std::string& p) { return s.find(p) != std::string::npos; }
 
 std::string first_keys(const TensorList& sd, size_t n) {
@@ -51,7 +50,7 @@ WeightFormat parse_weight_format(const std::string& s) {
 TensorList strip_module_prefix(const TensorList& sd) {
   TensorList out;
   out.reserve(sd.size());
-  for (const auto& [k, v] : sd) out.emplace_back(starts_with(k, "module.") ? k.substr(7) : k, v);
+  for (const auto& [k, v] : sd) out.emplace_back(k.starts_with("module.") ? k.substr(7) : k, v);
   return out;
 }
 
@@ -79,12 +78,12 @@ WeightFormat detect_weight_format(const TensorList& sd_in) {
   const TensorList sd = strip_module_prefix(sd_in);
   bool tv = false, hf = false, timm = false;
   for (const auto& [k, v] : sd) {
-    tv |= starts_with(k, "encoder.layers.encoder_layer_") || starts_with(k, "conv_proj.") || k == "class_token" ||
+    tv |= k.starts_with("encoder.layers.encoder_layer_") || k.starts_with("conv_proj.") || k == "class_token" ||
           k == "encoder.pos_embedding";
-    hf |= contains(k, "embeddings.patch_embeddings.") || starts_with(k, "vit.encoder.layer.") ||
-          starts_with(k, "deit.encoder.layer.") || starts_with(k, "encoder.layer.") ||
+    hf |= contains(k, "embeddings.patch_embeddings.") || k.starts_with("vit.encoder.layer.") ||
+          k.starts_with("deit.encoder.layer.") || k.starts_with("encoder.layer.") ||
           contains(k, "embeddings.position_embeddings");
-    timm |= starts_with(k, "blocks.") || starts_with(k, "patch_embed.") || k == "cls_token" || k == "pos_embed";
+    timm |= k.starts_with("blocks.") || k.starts_with("patch_embed.") || k == "cls_token" || k == "pos_embed";
   }
   if (tv + hf + timm == 1) return tv ? WeightFormat::torchvision : hf ? WeightFormat::hf : WeightFormat::timm;
   if (tv + hf + timm > 1)
@@ -144,7 +143,7 @@ ForeignVit load_foreign_vit(const TensorList& sd, const ForeignVitOptions& o) {
       fixed.emplace_back(k, v.reshape(target->shape()));   // timm's old linear patch embedding
       continue;
     }
-    if (r.format == WeightFormat::timm && starts_with(k, "pre_logits.") && m.cfg().representation_size == 0)
+    if (r.format == WeightFormat::timm && k.starts_with("pre_logits.") && m.cfg().representation_size == 0)
       continue;   // timm drops the representation layer the model does not have
     if (k == "pos_embed" && target && v.defined() && v.dim() == 3 && target->dim() == 3 && v.shape() != target->shape() &&
         v.size(0) == 1 && v.size(2) == target->size(2)) {

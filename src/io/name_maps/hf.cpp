@@ -14,7 +14,6 @@ namespace attn::io {
 
 namespace {
 
-bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
 
 // A non-layer key without the model prefix -> attn's name ("" when unknown).
 std::string map_top(const std::string& k) {
@@ -26,7 +25,7 @@ std::string map_top(const std::string& k) {
   if (k == "embeddings.distillation_token") return "dist_token";
   if (k == "embeddings.position_embeddings") return "pos_embed";
   for (const auto& [a, b] : m)
-    if (starts_with(k, a)) return b + k.substr(a.size());
+    if (k.starts_with(a)) return b + k.substr(a.size());
   return "";
 }
 
@@ -35,7 +34,7 @@ std::string map_layer_rest(const std::string& rest) {
       {"attention.output.dense.", "attn.proj."}, {"layernorm_before.", "norm1."}, {"layernorm_after.", "norm2."},
       {"intermediate.dense.", "mlp.fc1."}, {"output.dense.", "mlp.fc2."}};
   for (const auto& [a, b] : m)
-    if (starts_with(rest, a)) return b + rest.substr(a.size());
+    if (rest.starts_with(a)) return b + rest.substr(a.size());
   return "";
 }
 
@@ -53,10 +52,10 @@ TensorList map_hf(const TensorList& sd) {
   for (const auto& [key, v] : sd) {
     std::string k = key;
     for (const char* p : {"vit.", "deit."})
-      if (starts_with(k, p)) { k = k.substr(std::string(p).size()); break; }
+      if (k.starts_with(p)) { k = k.substr(std::string(p).size()); break; }
     if (std::string t = map_top(k); !t.empty()) { out.emplace_back(t, v); continue; }
     const std::string layer = "encoder.layer.";
-    const size_t dot = starts_with(k, layer) ? k.find('.', layer.size()) : std::string::npos;
+    const size_t dot = k.starts_with(layer) ? k.find('.', layer.size()) : std::string::npos;
     if (dot == std::string::npos) { out.emplace_back(key, v); continue; }
     const std::string n = k.substr(layer.size(), dot - layer.size()), rest = k.substr(dot + 1);
     const std::string blk = "blocks." + n + ".";
@@ -64,7 +63,7 @@ TensorList map_hf(const TensorList& sd) {
     bool done = false;
     for (const char* part : {"query", "key", "value"}) {
       const std::string pre = std::string("attention.attention.") + part + ".";
-      if (!starts_with(rest, pre)) continue;
+      if (!rest.starts_with(pre)) continue;
       const std::string target = blk + "attn.qkv." + rest.substr(pre.size());
       auto [it, fresh] = qkv.try_emplace(target);
       if (fresh) { it->second.slot = out.size(); out.emplace_back(target, Tensor()); }

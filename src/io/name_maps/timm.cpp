@@ -6,7 +6,6 @@ namespace attn::io {
 
 namespace {
 
-bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
 bool contains(const std::string& s, const std::string& p) { return s.find(p) != std::string::npos; }
 
 }  // namespace
@@ -15,7 +14,7 @@ TensorList map_timm(const TensorList& sd) {
   TensorList out;
   out.reserve(sd.size());
   for (const auto& [k, v] : sd) {
-    ATTN_CHECK(!starts_with(k, "fc_norm."),
+    ATTN_CHECK(!k.starts_with("fc_norm."),
                "convert: timm key '", k, "' (global_pool='avg' with a LayerNorm after pooling) has no counterpart "
                "in attn's ViT, which normalises before pooling");
     ATTN_CHECK(!(contains(k, ".ls1.") || contains(k, ".ls2.") || contains(k, ".gamma_1") || contains(k, ".gamma_2")),

@@ -9,7 +9,6 @@ namespace attn::io {
 
 namespace {
 
-bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
 
 std::string map_key(const std::string& k) {
   static const std::vector<std::pair<std::string, std::string>> top = {
@@ -18,9 +17,9 @@ std::string map_key(const std::string& k) {
   if (k == "class_token") return "cls_token";
   if (k == "encoder.pos_embedding") return "pos_embed";
   for (const auto& [a, b] : top)
-    if (starts_with(k, a)) return b + k.substr(a.size());
+    if (k.starts_with(a)) return b + k.substr(a.size());
   const std::string layers = "encoder.layers.encoder_layer_";
-  if (!starts_with(k, layers)) return k;
+  if (!k.starts_with(layers)) return k;
   const size_t dot = k.find('.', layers.size());
   if (dot == std::string::npos) return k;
   const std::string n = k.substr(layers.size(), dot - layers.size());
@@ -32,7 +31,7 @@ std::string map_key(const std::string& k) {
   if (rest == "self_attention.in_proj_weight") return blk + "attn.qkv.weight";
   if (rest == "self_attention.in_proj_bias") return blk + "attn.qkv.bias";
   for (const auto& [a, b] : inner)
-    if (starts_with(rest, a)) return blk + b + rest.substr(a.size());
+    if (rest.starts_with(a)) return blk + b + rest.substr(a.size());
   return k;
 }
 
