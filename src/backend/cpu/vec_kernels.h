@@ -371,19 +371,27 @@ struct RowOps {
 
   // dx = rstd (dy w - mean(dy w) - xhat mean(dy w xhat)), xhat = (x - mean) rstd;
   // dw += dy xhat, db += dy.
-  // Pass 1 of a row: ma = mean(dy w), mb = mean(dy w xhat).
+  // Pass 1 of a row: ma = mean(dy w), mb = mean(dy w xhat). Four partial sums each: with two,
+  // every vector waited on the previous FMA's latency.
   static void ln_bwd_means(const float* gr, const float* xr, const float* w, float mu, float rs, int64_t C,
                            float& ma, float& mb) {
     const R vmu = V::set1(mu);
-    R a0 = V::zero(), a1 = V::zero(), b0 = V::zero(), b1 = V::zero();
+    R a0 = V::zero(), a1 = V::zero(), a2 = V::zero(), a3 = V::zero();
+    R b0 = V::zero(), b1 = V::zero(), b2 = V::zero(), b3 = V::zero();
     int64_t i = 0;
-    for (; i + 2 * W <= C; i += 2 * W) {
-      const R gw0 = V::mul(V::load(gr + i), V::load(w + i));
-      const R gw1 = V::mul(V::load(gr + i + W), V::load(w + i + W));
-      a0 = V::add(a0, gw0);
-      a1 = V::add(a1, gw1);
-      b0 = V::fma(gw0, V::sub(V::load(xr + i), vmu), b0);
-      b1 = V::fma(gw1, V::sub(V::load(xr + i + W), vmu), b1);
+    for (; i + 4 * W <= C; i += 4 * W) {
+      const R g0 = V::mul(V::load(gr + i), V::load(w + i));
+      const R g1 = V::mul(V::load(gr + i + W), V::load(w + i + W));
+      const R g2 = V::mul(V::load(gr + i + 2 * W), V::load(w + i + 2 * W));
+      const R g3 = V::mul(V::load(gr + i + 3 * W), V::load(w + i + 3 * W));
+      a0 = V::add(a0, g0);
+      a1 = V::add(a1, g1);
+      a2 = V::add(a2, g2);
+      a3 = V::add(a3, g3);
+      b0 = V::fma(g0, V::sub(V::load(xr + i), vmu), b0);
+      b1 = V::fma(g1, V::sub(V::load(xr + i + W), vmu), b1);
+      b2 = V::fma(g2, V::sub(V::load(xr + i + 2 * W), vmu), b2);
+      b3 = V::fma(g3, V::sub(V::load(xr + i + 3 * W), vmu), b3);
     }
     for (; i + W <= C; i += W) {
       const R gw = V::mul(V::load(gr + i), V::load(w + i));
@@ -393,12 +401,12 @@ struct RowOps {
     if (i < C) {
       const M m = V::tail_mask(C - i);
       const R gw = V::mul(V::load_tail(gr + i, m, 0.f), V::load_tail(w + i, m, 0.f));
-      a0 = V::add(a0, gw);
-      b0 = V::fma(gw, V::select(m, V::sub(V::load_tail(xr + i, m, 0.f), vmu), V::zero()), b0);
+      a1 = V::add(a1, gw);
+      b1 = V::fma(gw, V::select(m, V::sub(V::load_tail(xr + i, m, 0.f), vmu), V::zero()), b1);
     }
     const float inv_c = 1.f / float(C);
-    ma = V::hsum(V::add(a0, a1)) * inv_c;
-    mb = V::hsum(V::add(b0, b1)) * inv_c * rs;
+    ma = V::hsum(V::add(V::add(a0, a1), V::add(a2, a3))) * inv_c;
+    mb = V::hsum(V::add(V::add(b0, b1), V::add(b2, b3))) * inv_c * rs;
   }
 
   // Per-row constants of pass 2: dx = rs dy w + k (x - mean) + c, k = -rs^2 mb, c = -rs ma.
