@@ -6,17 +6,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/test}
 [[ -f "$build/CMakeCache.txt" ]] || cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$build" --target linear_bench kernels_bench attention_bench conv_bench mlp_train_bench \
-  vit_train_bench transformer_decode_bench rnn_bench translate_train_bench
+cmake --build "$build" --target attn_cli linear_bench kernels_bench attention_bench conv_bench mlp_train_bench \
+  encoder_block_bench vit_train_bench transformer_decode_bench rnn_bench translate_train_bench
 out="build/bench/results-$(date +%Y%m%d-%H%M).jsonl"
 mkdir -p build/bench
-for b in linear_bench kernels_bench attention_bench conv_bench mlp_train_bench vit_train_bench \
-         transformer_decode_bench rnn_bench; do
+for b in linear_bench kernels_bench attention_bench conv_bench mlp_train_bench encoder_block_bench \
+         vit_train_bench transformer_decode_bench rnn_bench; do
   [[ -x "$build/bench/$b" ]] || continue
   echo "== $b"
   "$build/bench/$b" --threads 2 | tee "build/bench/$b.txt"
   tail -n 1 "build/bench/$b.txt" | grep '^{' >> "$out" || true
 done
+echo "== ViT / DeiT inference (attn bench vs torchvision, issue 5)"
+bash bench/vit_infer.sh "$build" --iters 10
 echo "== translation training (attn vs torch.nn.Transformer on the same batches)"
 bash bench/translate.sh "$build" quick
 echo "summary lines: $out"
