@@ -1,6 +1,7 @@
 // Views (reshape, permute, slice, expand, ...) and copies (contiguous, clone, to, copy_), each
 // with its backward. Views share storage and never copy.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <numeric>
 
@@ -312,13 +313,30 @@ Tensor Tensor::to(DType dt) const {
 }
 
 namespace {
+// Floating point to integer. C++ leaves out-of-range conversions undefined (clang's UBSan reports
+// them); this is what x86's truncating conversions give, and so PyTorch and NumPy there: toward zero;
+// i64 from a 64-bit conversion, i32 and u8 from a 32-bit one (u8 then wraps modulo 256); NaN and
+// values out of the conversion's range give its minimum (INT64_MIN / INT32_MIN, so 0 for u8).
+template <class D, class F>
+D float_to_int(F v) {
+  if constexpr (sizeof(D) == 8) {
+    const bool in = v >= F(-9223372036854775808.0) && v < F(9223372036854775808.0);
+    return in ? D(v) : D(INT64_MIN);
+  } else {
+    const bool in = v >= F(-2147483648.0) && v < F(2147483648.0);
+    return D(in ? int32_t(v) : INT32_MIN);
+  }
+}
+
 template <class D, class S>
 D convert(S v) {
   if constexpr (std::is_same_v<D, bf16>) {
     if constexpr (std::is_same_v<S, bf16>) return v;
     else return bf16::from_float(float(v));
   } else if constexpr (std::is_same_v<S, bf16>) {
-    return D(v.to_float());
+    return convert<D>(v.to_float());
+  } else if constexpr (std::is_floating_point_v<S> && std::is_integral_v<D>) {
+    return float_to_int<D>(v);
   } else {
     return D(v);
   }

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 #include "attn/attn.h"
 #include "torch_ref.h"
 
@@ -57,6 +59,15 @@ TEST(Tensor, DTypeConversion) {
   EXPECT_NEAR(back.at({3}), 1.0 / 3.0, 1e-2);
   EXPECT_EQ(f.to(DType::i64).at({1}), -2.0);
   EXPECT_EQ(f.to(DType::f64).dtype(), DType::f64);
+  // Out-of-range float -> integer: defined as x86's truncating conversions (what PyTorch and NumPy
+  // give there), not left undefined: NaN and overflow -> the conversion's minimum, u8 wraps.
+  Tensor g = Tensor::from_vector<float>({3.0e38f, NAN, -354.26f, 300.7f, 3.0e9f, -7.9f}, {6});
+  EXPECT_EQ(g.to(DType::i64).to_vector<int64_t>(),
+            (std::vector<int64_t>{INT64_MIN, INT64_MIN, -354, 300, 3000000000LL, -7}));
+  EXPECT_EQ(g.to(DType::i32).to_vector<int32_t>(),
+            (std::vector<int32_t>{INT32_MIN, INT32_MIN, -354, 300, INT32_MIN, -7}));
+  EXPECT_EQ(g.to(DType::u8).to_vector<uint8_t>(), (std::vector<uint8_t>{0, 0, 158, 44, 0, 249}));
+  EXPECT_EQ(g.to(DType::bf16).to(DType::u8).to_vector<uint8_t>()[2], 158);   // bf16(-354.26) = -354
 }
 
 TEST(Tensor, BadInputMessages) {

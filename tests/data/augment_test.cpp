@@ -154,7 +154,7 @@ TEST(Mixup, MatchesTimmFormulas) {
       for (double lam : {1.0, 0.0, 0.13, 0.5, 0.77, 0.999})
         for (double smoothing : {0.0, 0.1}) {
           Tensor x = randn({b, c, h, w}, g);
-          Tensor y = Tensor::from_vector<int64_t>([&] {
+          Tensor y = Tensor::from_vector<int64_t>([&, b = b] {
             std::vector<int64_t> v;
             for (int64_t i = 0; i < b; ++i) v.push_back(g.randint(10));
             return v;

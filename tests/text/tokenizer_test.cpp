@@ -70,7 +70,7 @@ TEST(Utf8, ValidAndInvalid) {
   };
   for (const auto& [s, msg] : bad) {
     EXPECT_FALSE(is_valid_utf8(s));
-    EXPECT_EQ(error_of([&] { check_utf8(s, "in"); }), "in: " + msg);
+    EXPECT_EQ(error_of([&, &s = s] { check_utf8(s, "in"); }), "in: " + msg);
   }
 }
 
