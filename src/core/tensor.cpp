@@ -332,13 +332,20 @@ std::string Tensor::str(int64_t max_per_dim) const {
     int64_t half = std::max<int64_t>(max_per_dim / 2, 1);
     for (int64_t i = 0; i < n; ++i) {
       if (n > max_per_dim && i == half) {
-        os << (d + 1 == dim() ? " ..." : "\n" + std::string(indent + 1, ' ') + "...");
+        if (d + 1 == dim()) {
+          os << " ...";
+        } else {
+          os << '\n';
+          for (int k = 0; k <= indent; ++k) os << ' ';
+          os << "...";
+        }
         i = n - half - 1;
         continue;
       }
       if (i > 0) {
         os << (d + 1 == dim() ? "," : ",\n");
-        if (d + 1 != dim()) os << std::string(indent + 1, ' ');
+        if (d + 1 != dim())
+          for (int k = 0; k <= indent; ++k) os << ' ';
         else if (!fl) os << ' ';
       }
       idx.push_back(i);
