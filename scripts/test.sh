@@ -11,10 +11,11 @@ export ATTN_REF_CACHE="$PWD/build/ref-cache"
 mkdir -p "$ATTN_REF_CACHE"
 
 stage_start=$SECONDS
+times_file=$(mktemp)
 stage_done() {  # wall time of the stage just finished, and the CPU time used so far
-  local cpu
-  cpu=$(times | tail -1)
-  echo "-- $1: $((SECONDS - stage_start)) s wall (children's user/sys so far: $cpu)"
+  # `times` must run in this shell (in a $(...) subshell its children's times are zero).
+  times >"$times_file"
+  echo "-- $1: $((SECONDS - stage_start)) s wall (children's user/sys so far: $(tail -1 "$times_file"))"
   stage_start=$SECONDS
 }
 
