@@ -3,6 +3,7 @@
 #pragma once
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -10,8 +11,12 @@
 
 namespace attn::bench {
 
-// Median wall time in milliseconds of `fn` over `reps` runs after `warmup` runs.
-inline double time_ms(const std::function<void()>& fn, int reps = 30, int warmup = 3) {
+// Wall time in milliseconds of `fn` over `reps` runs after `warmup` runs: the median and the fastest.
+struct Timing {
+  double median = NAN, min = NAN;
+};
+
+inline Timing time_stats(const std::function<void()>& fn, int reps = 30, int warmup = 3) {
   for (int i = 0; i < warmup; ++i) fn();
   std::vector<double> t;
   t.reserve(size_t(reps));
@@ -22,7 +27,12 @@ inline double time_ms(const std::function<void()>& fn, int reps = 30, int warmup
     t.push_back(std::chrono::duration<double, std::milli>(b - a).count());
   }
   std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return {t[t.size() / 2], t.front()};
+}
+
+// Median wall time in milliseconds of `fn` over `reps` runs after `warmup` runs.
+inline double time_ms(const std::function<void()>& fn, int reps = 30, int warmup = 3) {
+  return time_stats(fn, reps, warmup).median;
 }
 
 // Runs a command and returns its stdout (the peers print JSON on their last line).

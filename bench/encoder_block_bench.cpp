@@ -40,25 +40,7 @@
 
 using namespace attn;
 
-namespace {
-
-struct Timing {
-  double median = NAN, min = NAN;
-};
-
-Timing time_it(const std::function<void()>& fn, int reps, int warmup) {
-  for (int i = 0; i < warmup; ++i) fn();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    const auto a = std::chrono::steady_clock::now();
-    fn();
-    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
-  }
-  std::sort(t.begin(), t.end());
-  return {t[t.size() / 2], t.front()};
-}
-
-}  // namespace
+using bench::Timing;
 
 int main(int argc, char** argv) {
   int threads = 2, reps = 20, warmup = 3;
@@ -119,15 +101,15 @@ int main(int argc, char** argv) {
     // x (B, T, D) requires grad, as the output of the block before would.
     Tensor x = x0.detach().requires_grad_();
     block->train();
-    attn_t["fwd"] = time_it([&] { Tensor y = block->forward(x); }, reps, warmup);
-    attn_t["step"] = time_it([&] {
+    attn_t["fwd"] = bench::time_stats([&] { Tensor y = block->forward(x); }, reps, warmup);
+    attn_t["step"] = bench::time_stats([&] {
       for (auto p : params) p.zero_grad();
       x.zero_grad();
       Tensor y = block->forward(x);
       y.backward(dy);
     }, reps, warmup);
     block->eval();
-    attn_t["infer"] = time_it([&] {
+    attn_t["infer"] = bench::time_stats([&] {
       NoGradGuard ng;
       Tensor y = block->forward(x0);
     }, reps, warmup);

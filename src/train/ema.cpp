@@ -2,7 +2,6 @@
 #include "attn/train/ema.h"
 
 #include "attn/autograd/grad_mode.h"
-#include "attn/core/rng.h"
 #include "attn/nn/init.h"
 
 namespace attn::train {
