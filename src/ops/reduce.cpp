@@ -126,7 +126,8 @@ Tensor sum_forward(const Tensor& a, const std::vector<int64_t>& dims, bool keepd
     if (prefix && int64_t(dims.size()) < a.dim()) {
       int64_t rows = 1;
       for (int64_t d : dims) rows *= a.shape()[d];
-      col_sums<T>(a.data<T>(), rows, a.numel() / std::max<int64_t>(rows, 1), out.data<T>());
+      // out.numel() is the column count even when rows == 0 (col_sums zero-fills then).
+      col_sums<T>(a.data<T>(), rows, out.numel(), out.data<T>());
       return;
     }
     int64_t rows, inner;
