@@ -1,6 +1,7 @@
 #include "attn/models/vit.h"
 
 #include <cmath>
+#include <tuple>
 
 #include "attn/autograd/grad_mode.h"
 #include "attn/nn/conv.h"
@@ -9,6 +10,7 @@
 #include "attn/ops/combine.h"
 #include "attn/ops/conv.h"
 #include "attn/ops/elementwise.h"
+#include "attn/ops/fused.h"
 #include "attn/ops/reduce.h"
 #include "attn/ops/softmax.h"
 
@@ -91,6 +93,15 @@ Tensor VitBlock::forward(const Tensor& x_in) const {
   x = x + drop_path->forward(attn->forward(norm1->forward(x)).out);
   x = x + drop_path->forward(mlp->forward(norm2->forward(x)));
   return x;
+}
+
+std::pair<Tensor, Tensor> VitBlock::forward_fused(const Tensor& x, const Tensor& pending) const {
+  Tensor s = x, h;
+  if (pending.defined()) std::tie(s, h) = add_layer_norm(x, pending, norm1->weight, norm1->bias, norm1->options().eps);
+  else h = norm1->forward(x);
+  auto [s1, h2] = add_layer_norm(s, drop_path->forward(attn->forward(h).out), norm2->weight, norm2->bias,
+                                 norm2->options().eps);
+  return {s1, drop_path->forward(mlp->forward(h2))};
 }
 
 Tensor VitBlock::forward_with_attention(const Tensor& x_in, Tensor& weights) const {
@@ -186,9 +197,13 @@ Tensor VisionTransformer::embed(const Tensor& images) const {
 }
 
 Tensor VisionTransformer::forward_features(const Tensor& images) const {
-  Tensor x = embed(images);
-  for (const auto& b : *blocks_) x = b->forward(x);
-  return norm_->forward(x);
+  // The blocks' residual adds are fused with the LayerNorm that follows each (the next block's norm1, or
+  // the final norm): every block hands on its stream and its MLP branch unadded. Same values as
+  // VitBlock::forward in sequence (the add and the norm are the same kernels, one pass instead of two).
+  Tensor x = embed(images), pending;
+  for (const auto& b : *blocks_) std::tie(x, pending) = b->forward_fused(x, pending);
+  if (!pending.defined()) return norm_->forward(x);
+  return add_layer_norm(x, pending, norm_->weight, norm_->bias, norm_->options().eps).second;
 }
 
 std::pair<Tensor, Tensor> VisionTransformer::forward_head(const Tensor& f) const {

@@ -93,7 +93,8 @@ struct SdpaFusedNode : autograd::Node {
   std::vector<Tensor> backward(const Tensor& dout_in) override {
     const kernels::AttnGeometry& g = st.g;
     ATTN_CHECK(dout_in.dtype() == DType::f32, kOp, ": expected a f32 gradient, got ", dtype_name(dout_in.dtype()));
-    Tensor dout = dout_in.contiguous();
+    // Any strides over (B, NH, Tq): the gradient of merge_heads(out) arrives as a (B, Tq, NH, HSv) buffer.
+    const Tensor dout = unit_last(dout_in);
     const int64_t BH = g.B * g.NH, HSp = kernels::attn_pad(g.HS);
     // delta_i = rowsum(dO_i ∘ O_i)
     Tensor delta = Tensor::empty({g.B, g.NH, g.Tq});
@@ -101,10 +102,15 @@ struct SdpaFusedNode : autograd::Node {
       const float* po = out.data<float>();
       const float* pg = dout.data<float>();
       float* pd = delta.data<float>();
+      const int64_t osb = out.stride(0), osh = out.stride(1), ost = out.stride(2);
+      const int64_t gsb = dout.stride(0), gsh = dout.stride(1), gst = dout.stride(2);
       parallel_for(0, BH * g.Tq, 256, [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {
+          const int64_t b = r / (g.NH * g.Tq), h = r / g.Tq % g.NH, i = r % g.Tq;
+          const float* o = po + b * osb + h * osh + i * ost;
+          const float* gr = pg + b * gsb + h * gsh + i * gst;
           float s = 0.f;
-          for (int64_t d = 0; d < g.HSv; ++d) s += po[r * g.HSv + d] * pg[r * g.HSv + d];
+          for (int64_t d = 0; d < g.HSv; ++d) s += o[d] * gr[d];
           pd[r] = s;
         }
       });
@@ -123,6 +129,7 @@ struct SdpaFusedNode : autograd::Node {
     a.d = st.d;
     a.q = st.q.data<float>(); a.k = st.k.data<float>(); a.v = st.v.data<float>();
     a.dout = dout.data<float>();
+    a.do_sb = dout.stride(0); a.do_sh = dout.stride(1); a.do_st = dout.stride(2);
     a.rowmax = lse.data<float>();
     a.logsum = a.rowmax + BH * g.Tq;
     a.delta = delta.data<float>();
@@ -179,7 +186,9 @@ SdpaResult sdpa_fused(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in
     st.d.threshold = uint32_t(std::ceil(p * 16777216.0));
     st.d.scale = p >= 1 ? 0.f : 1.f / float(1.0 - p);
   }
-  Tensor out = Tensor::empty({g.B, g.NH, g.Tq, g.HSv});
+  // The output is stored (B, Tq, NH, HSv) and returned as its (B, NH, Tq, HSv) view, as PyTorch's flash
+  // kernel does: merge_heads(out) is then a view, not a copy.
+  Tensor out = Tensor::empty({g.B, g.Tq, g.NH, g.HSv}).permute({0, 2, 1, 3});
   Tensor lse = Tensor::empty({2, g.B, g.NH, g.Tq});   // row max, log-sum (see attention_fused.h)
   kernels::AttnFwdArgs a;
   a.g = g;
@@ -187,6 +196,7 @@ SdpaResult sdpa_fused(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in
   a.d = st.d;
   a.q = st.q.data<float>(); a.k = st.k.data<float>(); a.v = st.v.data<float>();
   a.out = out.data<float>();
+  a.o_sb = out.stride(0); a.o_sh = out.stride(1); a.o_st = out.stride(2);
   a.rowmax = lse.data<float>();
   a.logsum = a.rowmax + g.B * g.NH * g.Tq;
   // Query blocks per work item: up to 4 (each key block is packed once per item), while leaving

@@ -234,6 +234,32 @@ TEST(AttentionFused, StridedInputs) {
   EXPECT_EQ(leaf.grad().shape(), qkv.shape());
 }
 
+// The output is stored (B, T, NH, HS), so merging the heads is a view; a gradient in that layout (what
+// merge_heads' backward hands back) gives the same dq/dk/dv as the naive path with a contiguous one.
+TEST(AttentionFused, OutputInHeadsLastLayout) {
+  IsaRestore restore;
+  Generator g(405);
+  const int64_t B = 2, T = 70, NH = 3, HS = 32;
+  Tensor q = randn({B, NH, T, HS}, g), k = randn({B, NH, T, HS}, g), v = randn({B, NH, T, HS}, g);
+  Tensor gout_bthd = randn({B, T, NH, HS}, g);
+  Tensor gout = gout_bthd.permute({0, 2, 1, 3});   // (B, NH, T, HS) view of a (B, T, NH, HS) buffer
+  ASSERT_FALSE(gout.is_contiguous());
+  SdpaOptions o;
+  o.causal = true;
+  const Outs ref = run_sdpa(q, k, v, Tensor(), o, SdpaImpl::naive, gout.contiguous());
+  for (Isa isa : supported_isas()) {
+    SCOPED_TRACE(isa_name(isa));
+    set_isa(isa);
+    const Outs got = run_sdpa(q, k, v, Tensor(), o, SdpaImpl::fused, gout);
+    EXPECT_TRUE(got.out.transpose(1, 2).is_contiguous());
+    EXPECT_TRUE(got.out.transpose(1, 2).reshape({B, T, NH * HS}).shares_storage(got.out));
+    EXPECT_TENSOR_NEAR(got.out, ref.out, 2e-6, 2e-5);
+    EXPECT_TENSOR_NEAR(got.dq, ref.dq, 2e-5, 2e-4);
+    EXPECT_TENSOR_NEAR(got.dk, ref.dk, 2e-5, 2e-4);
+    EXPECT_TENSOR_NEAR(got.dv, ref.dv, 2e-5, 2e-4);
+  }
+}
+
 // Large scores (online-softmax rescaling across tiles) and a huge additive mask stay finite and
 // agree with the naive path.
 TEST(AttentionFused, LargeInputs) {

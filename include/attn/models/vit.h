@@ -64,6 +64,10 @@ class VitBlock : public nn::Module {
  public:
   VitBlock(const VitConfig& c, double drop_path);
   Tensor forward(const Tensor& x) const;
+  // forward with the residual adds deferred into the next LayerNorm: given the stream x and the previous
+  // block's unadded MLP branch `pending` (undefined for the first block), returns this block's stream and
+  // its own unadded MLP branch; forward(x) == sum of forward_fused(x, {}). VisionTransformer runs this form.
+  std::pair<Tensor, Tensor> forward_fused(const Tensor& x, const Tensor& pending) const;
   // Also returns this block's attention weights (B, NH, N, N) (the materialising path).
   Tensor forward_with_attention(const Tensor& x, Tensor& weights) const;
 

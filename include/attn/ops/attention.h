@@ -53,7 +53,9 @@ struct SdpaResult {
 // q (B, NH, Tq, HS), k (B, NH, Tk, HS), v (B, NH, Tk, HSv) -> out (B, NH, Tq, HSv); exactly 4-d.
 // q, k, v may be strided views (e.g. heads split out of a fused qkv projection) — no copies as
 // long as their last dim has unit stride. Differentiable w.r.t. q, k, v (and an additive mask on
-// the naive path; `automatic` picks naive when the mask requires grad).
+// the naive path; `automatic` picks naive when the mask requires grad). The fused path's `out` is a
+// non-contiguous view: stored (B, Tq, NH, HSv), so out.transpose(1, 2) is contiguous (merge the heads
+// with a reshape, no copy), as PyTorch's flash kernel returns it.
 SdpaResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                         const Tensor& mask = Tensor(), const SdpaOptions& opts = {});
 

@@ -65,7 +65,8 @@ struct AttnFwdArgs {
   const float* q = nullptr;
   const float* k = nullptr;
   const float* v = nullptr;
-  float* out = nullptr;   // (B, NH, Tq, HSv), contiguous
+  float* out = nullptr;   // (B, NH, Tq, HSv), element strides o_sb, o_sh, o_st; unit along HSv
+  int64_t o_sb = 0, o_sh = 0, o_st = 0;
   // Per row of the masked, scaled scores: the max and log(sum(exp(s - max))), the log-sum-exp
   // kept in two parts so the backward's exp((s - max) - logsum) is as exact as the forward's.
   // A row with every key masked gets max = +inf, logsum = 0 (all its weights are then 0).
@@ -81,7 +82,8 @@ struct AttnBwdArgs {
   const float* q = nullptr;
   const float* k = nullptr;
   const float* v = nullptr;
-  const float* dout = nullptr;    // (B, NH, Tq, HSv), contiguous
+  const float* dout = nullptr;    // (B, NH, Tq, HSv), element strides do_sb, do_sh, do_st; unit along HSv
+  int64_t do_sb = 0, do_sh = 0, do_st = 0;
   const float* rowmax = nullptr;  // (B, NH, Tq), from the forward pass
   const float* logsum = nullptr;  // (B, NH, Tq), from the forward pass
   const float* delta = nullptr;   // (B, NH, Tq): rowsum(dout ∘ out)

@@ -279,7 +279,7 @@ struct AttnOps {
     }
     for (int64_t i = 0; i < nrows; ++i) {
       const int64_t qi = i0 + i;
-      float* o = a.out + (bh * g.Tq + qi) * HSv;
+      float* o = a.out + b * a.o_sb + h * a.o_sh + qi * a.o_st;
       const float l = V::hsum(V::load(lrow + i * W));
       if (l == 0.f) {   // every key masked: zeros, and a log-sum-exp that zeroes the weights
         for (int64_t d = 0; d < HSv; ++d) o[d] = 0.f;
@@ -317,7 +317,7 @@ struct AttnOps {
     const float* q = a.q + b * g.q_sb + h * g.q_sh;
     const float* k = a.k + b * g.k_sb + h * g.k_sh;
     const float* v = a.v + b * g.v_sb + h * g.v_sh;
-    const float* dout = a.dout + bh * g.Tq * HSv;
+    const float* dout = a.dout + b * a.do_sb + h * a.do_sh;
     const float* rowmax = a.rowmax + bh * g.Tq;
     const float* logsum = a.logsum + bh * g.Tq;
     const float* delta = a.delta + bh * g.Tq;
@@ -348,7 +348,7 @@ struct AttnOps {
         const int64_t mq = imin(BQ, g.Tq - i0);
         for (int64_t i = 0; i < mq; ++i) {
           const float* qr = q + (i0 + i) * g.q_st;
-          const float* gr = dout + (i0 + i) * HSv;
+          const float* gr = dout + (i0 + i) * a.do_st;
           for (int64_t d = 0; d < HS; ++d) Qs[i * HSp + d] = qr[d] * g.scale;
           for (int64_t d = HS; d < HSp; ++d) Qs[i * HSp + d] = 0.f;
           for (int64_t d = 0; d < HSv; ++d) dOp[i * HSvp + d] = gr[d];
