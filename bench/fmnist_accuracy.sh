@@ -27,7 +27,7 @@ attn="$build/attn"
 work=${WORK:-$root/runs/fmnist-accuracy}
 mkdir -p "$work"
 export OMP_WAIT_POLICY=PASSIVE ATTN_NO_REEXEC=1
-recipe=(--augment --lr 1e-3 --wd 0.05 --warmup-epochs 1 --label-smoothing 0.1 --batch 128 --threads 2)
+recipe=(--augment --wd 0.05 --warmup-epochs 1 --label-smoothing 0.1 --batch 128 --threads 2)
 
 need_attn() { [[ -x "$attn" ]] || { echo "fmnist_accuracy.sh: expected the attn binary at $attn" >&2; exit 2; }; }
 epochs_arg() { if [[ $# -gt 0 && "$1" =~ ^[0-9]+$ ]]; then echo "$1"; else echo "$2"; fi; }
@@ -36,7 +36,7 @@ run_attn() {   # name model epochs seed [flags...]
   local name=$1 model=$2 epochs=$3 seed=$4
   shift 4
   echo "== attn $name: $model, $epochs epochs, seed $seed $*" >&2
-  "$attn" train --model "$model" --epochs "$epochs" --seed "$seed" "${recipe[@]}" --out "$work/$name" "$@" \
+  "$attn" train --model "$model" --epochs "$epochs" --seed "$seed" --lr "${lr:-1e-3}" "${recipe[@]}" --out "$work/$name" "$@" \
     | tee "$work/$name.txt" | tail -4
 }
 
@@ -60,7 +60,7 @@ case $mode in
   teacher)
     need_attn
     epochs=$(epochs_arg "${1:-}" 15); [[ "${1:-}" =~ ^[0-9]+$ ]] && shift
-    run_attn teacher resnet_fmnist "$epochs" 0 --lr 2e-3 "$@"
+    lr=2e-3 run_attn teacher resnet_fmnist "$epochs" 0 "$@"
     ;;
   distill)
     need_attn

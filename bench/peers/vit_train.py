@@ -60,6 +60,14 @@ class ViT(nn.Module):
         self.blocks = nn.ModuleList([Block(dim, heads, mlp, drop_path * i / (depth - 1)) for i in range(depth)])
         self.norm = nn.LayerNorm(dim, eps=1e-6)
         self.head = nn.Linear(dim, classes)
+        # timm's ViT init, as attn's models/vit: Linear weights N(0, .02) truncated to [-2, 2], biases
+        # zero; pos_embed the same; cls_token N(0, 1e-6); the patch conv and LayerNorms keep PyTorch's.
+        for m in self.modules():
+            if isinstance(m, nn.Linear):
+                nn.init.trunc_normal_(m.weight, std=0.02)
+                nn.init.zeros_(m.bias)
+        nn.init.trunc_normal_(self.pos_embed, std=0.02)
+        nn.init.normal_(self.cls_token, std=1e-6)
 
     def forward(self, x):
         x = self.proj(x).flatten(2).transpose(1, 2)
