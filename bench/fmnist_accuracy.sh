@@ -5,7 +5,9 @@
 # with attn's metrics.json / log.jsonl / curve.svg, and the script prints a summary table at the end.
 #
 #   bash bench/fmnist_accuracy.sh BUILD budget [EPOCHS]   # vit_fmnist, EPOCHS (default 18) sized to fit 2 h;
-#                                                         # target: final-epoch test accuracy >= 92%
+#                                                         # target: final-epoch test accuracy >= 92%. A run
+#                                                         # stopped part-way continues with `... --resume`;
+#                                                         # metrics.json's seconds sum the pieces
 #   bash bench/fmnist_accuracy.sh BUILD peer              # attn vs PyTorch (bench/peers/vit_fmnist_train.py),
 #                                                         # same model + recipe, 10 epochs, seeds 0 and 1;
 #                                                         # target: attn's mean within 0.5 points
@@ -46,7 +48,10 @@ case $mode in
     epochs=$(epochs_arg "${1:-}" 18); [[ "${1:-}" =~ ^[0-9]+$ ]] && shift
     start=$(date +%s)
     run_attn "budget-e$epochs" vit_fmnist "$epochs" 0 "$@"
-    echo "wall time: $(( $(date +%s) - start )) s (budget: 7200 s)" | tee -a "$work/budget-e$epochs.txt"
+    secs=$(/usr/bin/python3 -c "import json,sys; print(round(json.load(open(sys.argv[1]))['seconds']))" \
+           "$work/budget-e$epochs/metrics.json" 2>/dev/null || echo "?")
+    echo "wall time of this piece: $(( $(date +%s) - start )) s; training time over all pieces: $secs s" \
+         "(budget: 7200 s)" | tee -a "$work/budget-e$epochs.txt"
     ;;
   peer)
     need_attn

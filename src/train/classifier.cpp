@@ -327,8 +327,16 @@ TrainResult train_classifier(const TrainConfig& cfg_in) {
     ep_steps = a[3].get<int64_t>();
     resumed_mid_epoch = true;
   }
+  // Training time of the run so far, across resumes (as seq2seq): the checkpoint carries the time spent
+  // on the steps it holds (work lost to a kill is redone and counted once), so a budget can be run in
+  // pieces. images_per_second stays this invocation's.
+  const double prior_seconds = cfg.resume ? train_state.value("seconds", 0.0) : 0.0;
+  const auto t_start = std::chrono::steady_clock::now();
+  auto run_seconds = [&] {
+    return prior_seconds + std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  };
   auto save = [&](int64_t at_step) {
-    nlohmann::json ts = {{"step", at_step}, {"epoch", at_step / per_epoch}, {"rng_seed", default_generator().seed()},
+    nlohmann::json ts = {{"step", at_step}, {"seconds", run_seconds()}, {"epoch", at_step / per_epoch}, {"rng_seed", default_generator().seed()},
                          {"rng_offset", default_generator().offset()}, {"history", history},
                          {"data", cfg.data}, {"mean", mean}, {"std", std},
                          {"epoch_acc", {ep_loss, ep_correct, ep_count, ep_steps}}};
@@ -349,7 +357,6 @@ TrainResult train_classifier(const TrainConfig& cfg_in) {
     write_svg_plot(res.plot, cfg.data + ": " + model_name, "epoch", {tl, vl, va});
   };
 
-  const auto t_start = std::chrono::steady_clock::now();
   int64_t images = 0;
   std::unique_ptr<ProgressBar> bar;
   bool in_epoch_loop = false;
@@ -471,7 +478,7 @@ TrainResult train_classifier(const TrainConfig& cfg_in) {
   if (ema) res.test_accuracy_ema = evaluate(*ema->classifier(), *test_ds, mean, std, 256, cfg.limit_eval).accuracy;
   nlohmann::json m = {{"model", model_cfg}, {"steps", step}, {"test_accuracy", t.accuracy}, {"test_loss", t.loss},
                       {"val_accuracy", res.val_accuracy}, {"images_per_second", res.images_per_second},
-                      {"threads", get_num_threads()}, {"seconds", secs}};
+                      {"threads", get_num_threads()}, {"seconds", run_seconds()}};
   if (deit || teacher) {
     m["distill"] = distill_json;
     m["test_accuracy_cls"] = t.accuracy_cls;

@@ -69,10 +69,17 @@ TEST_F(Resume, KilledAtARandomStepResumesBitForBit) {
   cfg.stop_after = k;
   train::TrainResult a = train::train_classifier(cfg);
   ASSERT_EQ(a.steps, k);
+  const auto seconds = [](const std::string& ckpt) {
+    return io::read_checkpoint_metadata(ckpt).at("train_state").at("seconds").get<double>();
+  };
+  const double first_piece = seconds(a.checkpoint);
+  EXPECT_GT(first_piece, 0.0);
   cfg.stop_after = 0;
   cfg.resume = true;
   train::TrainResult b = train::train_classifier(cfg);
   EXPECT_EQ(b.steps, 64);
+  // The training time carries over a resume: the total includes the first piece's.
+  EXPECT_GT(seconds(b.checkpoint), first_piece);
   EXPECT_TRUE(same_bits(concat(a.step_losses, b.step_losses), reference_.step_losses)) << "killed after step " << k;
   EXPECT_TRUE(same_checkpoint(b.checkpoint, reference_.checkpoint)) << "killed after step " << k;
   EXPECT_EQ(b.test_accuracy, reference_.test_accuracy);
