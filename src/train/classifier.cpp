@@ -332,12 +332,12 @@ TrainResult train_classifier(const TrainConfig& cfg_in) {
   // pieces. images_per_second stays this invocation's.
   const double prior_seconds = cfg.resume ? train_state.value("seconds", 0.0) : 0.0;
   const auto t_start = std::chrono::steady_clock::now();
-  auto run_seconds = [&] {
-    return prior_seconds + std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-  };
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(); };
+  auto run_seconds = [&] { return prior_seconds + elapsed(); };
   auto save = [&](int64_t at_step) {
-    nlohmann::json ts = {{"step", at_step}, {"seconds", run_seconds()}, {"epoch", at_step / per_epoch}, {"rng_seed", default_generator().seed()},
-                         {"rng_offset", default_generator().offset()}, {"history", history},
+    nlohmann::json ts = {{"step", at_step}, {"seconds", run_seconds()}, {"epoch", at_step / per_epoch},
+                         {"rng_seed", default_generator().seed()}, {"rng_offset", default_generator().offset()},
+                         {"history", history},
                          {"data", cfg.data}, {"mean", mean}, {"std", std},
                          {"epoch_acc", {ep_loss, ep_correct, ep_count, ep_steps}}};
     if (deit || teacher) ts["distill"] = distill_json;
@@ -433,7 +433,7 @@ TrainResult train_classifier(const TrainConfig& cfg_in) {
       bar.reset();
       in_epoch_loop = false;
       EvalResult v = evaluate(*model, *val_ds, mean, std, 256, cfg.limit_eval);
-      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+      const double secs = elapsed();
       nlohmann::json rec = {{"epoch", epoch + 1}, {"epoch_float", double(step) / double(per_epoch)}, {"step", step},
                             {"train_loss", ep_loss / double(ep_steps)},
                             {"train_accuracy", double(ep_correct) / double(std::max<int64_t>(ep_count, 1))},
@@ -463,7 +463,7 @@ TrainResult train_classifier(const TrainConfig& cfg_in) {
       save(step);
     }
   }
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  const double secs = elapsed();
   res.steps = step;
   res.images_per_second = secs > 0 ? double(images) / secs : 0;
   res.final_train_loss = res.step_losses.empty() ? NAN : res.step_losses.back();
