@@ -9,8 +9,13 @@
 // median, --fused-only skips the naive path, and the "fused cpu" column (process CPU time of one
 // call, all threads; with OMP_WAIT_POLICY=PASSIVE waiting threads add little) is what the kernel
 // costs whatever else runs.
+// --rounds N (default 3) measures attn's fused kernel and PyTorch N times, alternating, and reports
+// each round's ratios and their median: this machine has slow phases lasting seconds (attn's T=4096
+// forward at 350 or 480 ms, the same binary minutes apart), and a ratio is only fair when both sides
+// run in the same phase. The naive path and the memory figures are measured once.
 //
-//   build/bench/attention_bench [--threads 2] [--reps 10] [--no-torch] [--crossover] [--min] [--fused-only]
+//   build/bench/attention_bench [--threads 2] [--reps 10] [--rounds 3] [--no-torch] [--crossover] [--min]
+//                               [--fused-only]
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -19,6 +24,7 @@
 #include <iostream>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -124,10 +130,12 @@ void crossover(int threads) {
 
 int main(int argc, char** argv) {
   int threads = 2;
+  int rounds = 3;
   bool torch = true, cross = false, naive_on = true;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) g_reps = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--no-torch")) torch = false;
     else if (!std::strcmp(argv[i], "--crossover")) cross = true;
     else if (!std::strcmp(argv[i], "--min")) g_min = true;
@@ -140,22 +148,19 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  std::map<std::string, double> fused, fused_cpu, naive;
-  for (int64_t T : {197, 1024, 4096}) {
-    const std::string key = "fwd" + std::to_string(T);
-    fused[key] = fwd_ms(1, 12, T, 64, SdpaImpl::fused);
-    fused_cpu[key] = g_last_cpu_ms;
-    naive[key] = naive_on ? fwd_ms(1, 12, T, 64, SdpaImpl::naive) : NAN;
-  }
-  fused["fwdbwd1024"] = fwdbwd_ms(1, 12, 1024, 64, SdpaImpl::fused);
-  fused_cpu["fwdbwd1024"] = g_last_cpu_ms;
-  naive["fwdbwd1024"] = naive_on ? fwdbwd_ms(1, 12, 1024, 64, SdpaImpl::naive) : NAN;
-  const int64_t mem_fused = peak_extra_bytes(4096, SdpaImpl::fused);
-  const int64_t mem_naive = naive_on ? peak_extra_bytes(4096, SdpaImpl::naive) : 0;
-
-  std::map<std::string, double> th;
-  double mem_torch = NAN;
-  if (torch) {
+  const std::vector<std::string> keys = {"fwd197", "fwd1024", "fwd4096", "fwdbwd1024"};
+  auto measure_fused = [&](std::map<std::string, double>& f, std::map<std::string, double>& cpu) {
+    for (int64_t T : {197, 1024, 4096}) {
+      const std::string key = "fwd" + std::to_string(T);
+      f[key] = fwd_ms(1, 12, T, 64, SdpaImpl::fused);
+      cpu[key] = g_last_cpu_ms;
+    }
+    f["fwdbwd1024"] = fwdbwd_ms(1, 12, 1024, 64, SdpaImpl::fused);
+    cpu["fwdbwd1024"] = g_last_cpu_ms;
+  };
+  // PyTorch at its better wait policy, per size.
+  auto measure_torch = [&]() {
+    std::map<std::string, double> th;
     const std::string targs = "--threads " + std::to_string(threads) + " --reps " + std::to_string(g_reps);
     for (bool passive : {true, false}) {
       nlohmann::json j = run_peer(targs + " --mode time", passive);
@@ -166,21 +171,70 @@ int main(int argc, char** argv) {
       for (auto& [T, ms] : j.at("fwd").items()) take("fwd" + T, ms.get<double>());
       for (auto& [T, ms] : j.at("fwdbwd").items()) take("fwdbwd" + T, ms.get<double>());
     }
+    return th;
+  };
+  auto median = [](std::vector<double> v) {
+    v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return std::isnan(x); }), v.end());
+    if (v.empty()) return double(NAN);
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  };
+
+  std::map<std::string, std::vector<double>> fused_r, cpu_r, torch_r, ratio_r;
+  nlohmann::json rounds_json = nlohmann::json::array();
+  for (int r = 0; r < rounds; ++r) {
+    std::map<std::string, double> f, cpu, th;
+    measure_fused(f, cpu);
+    if (torch) th = measure_torch();
+    nlohmann::json rj;
+    std::printf("  round %d:", r + 1);
+    for (const auto& key : keys) {
+      const double t = th.count(key) ? th[key] : NAN;
+      fused_r[key].push_back(f[key]);
+      cpu_r[key].push_back(cpu[key]);
+      torch_r[key].push_back(t);
+      ratio_r[key].push_back(t / f[key]);
+      std::printf("  %s %.2f/%.2f ms %.2fx", key.c_str(), f[key], t, t / f[key]);
+      rj[key] = {{"fused_ms", f[key]}, {"fused_cpu_ms", cpu[key]},
+                 {"torch_ms", std::isnan(t) ? nlohmann::json() : nlohmann::json(t)}};
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+    rounds_json.push_back(rj);
+  }
+  std::map<std::string, double> fused, fused_cpu, naive, th, ratio;
+  for (const auto& key : keys) {
+    fused[key] = median(fused_r[key]);
+    fused_cpu[key] = median(cpu_r[key]);
+    th[key] = median(torch_r[key]);
+    ratio[key] = median(ratio_r[key]);
+  }
+  for (int64_t T : {197, 1024, 4096})
+    naive["fwd" + std::to_string(T)] = naive_on ? fwd_ms(1, 12, T, 64, SdpaImpl::naive) : NAN;
+  naive["fwdbwd1024"] = naive_on ? fwdbwd_ms(1, 12, 1024, 64, SdpaImpl::naive) : NAN;
+  const int64_t mem_fused = peak_extra_bytes(4096, SdpaImpl::fused);
+  const int64_t mem_naive = naive_on ? peak_extra_bytes(4096, SdpaImpl::naive) : 0;
+  double mem_torch = NAN;
+  if (torch) {
     nlohmann::json m = run_peer("--threads " + std::to_string(threads) + " --mode mem --T 4096", true);
     if (!m.is_null()) mem_torch = m.at("peak_extra_bytes").get<double>();
   }
   auto torch_ms = [&](const std::string& k) { return th.count(k) ? th[k] : NAN; };
 
+  std::printf("median of %d round(s); torch/fused is the median of the rounds' ratios\n", rounds);
   std::printf("  %-16s %11s %11s %11s %11s %12s %12s\n", "", "attn fused", "fused cpu", "attn naive", "torch",
               "torch/fused", "naive/fused");
   nlohmann::json out = {{"bench", "attention"}, {"threads", threads}, {"isa", isa_name(active_isa())}};
-  for (const char* key : {"fwd197", "fwd1024", "fwd4096", "fwdbwd1024"}) {
+  for (const auto& key : keys) {
     const double f = fused[key], n = naive[key], t = torch_ms(key);
-    std::printf("  %-16s %8.2f ms %8.2f ms %8.2f ms %8.2f ms %11.2fx %11.2fx\n", key, f, fused_cpu[key], n, t, t / f,
-                n / f);
+    std::printf("  %-16s %8.2f ms %8.2f ms %8.2f ms %8.2f ms %11.2fx %11.2fx\n", key.c_str(), f, fused_cpu[key], n, t,
+                ratio[key], n / f);
     auto num = [](double x) { return std::isnan(x) ? nlohmann::json() : nlohmann::json(x); };
-    out[key] = {{"fused_ms", f}, {"fused_cpu_ms", fused_cpu[key]}, {"naive_ms", num(n)}, {"torch_ms", num(t)}};
+    out[key] = {{"fused_ms", f},     {"fused_cpu_ms", fused_cpu[key]}, {"naive_ms", num(n)},
+                {"torch_ms", num(t)}, {"torch_over_fused", num(ratio[key])}};
   }
+  out["rounds"] = rounds_json;
   std::printf("  peak extra memory, one forward at T=4096: fused %.2f MiB, naive %.1f MiB, torch %.1f MiB "
               "(max RSS growth)\n",
               double(mem_fused) / 1048576.0, double(mem_naive) / 1048576.0, mem_torch / 1048576.0);
