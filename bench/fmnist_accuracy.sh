@@ -4,10 +4,13 @@
 # both attn and PyTorch). Every run writes its own directory under WORK (default runs/fmnist-accuracy)
 # with attn's metrics.json / log.jsonl / curve.svg, and the script prints a summary table at the end.
 #
-#   bash bench/fmnist_accuracy.sh BUILD budget [EPOCHS]   # vit_fmnist, EPOCHS (default 18) sized to fit 2 h;
-#                                                         # target: final-epoch test accuracy >= 92%. A run
-#                                                         # stopped part-way continues with `... --resume`;
-#                                                         # metrics.json's seconds sum the pieces
+#   bash bench/fmnist_accuracy.sh BUILD budget [EPOCHS]   # vit_fmnist_small (BUDGET_MODEL=... for another),
+#                                                         # EPOCHS (default 36) sized to fit 2 h; target:
+#                                                         # final-epoch test accuracy >= 92%. A run stopped
+#                                                         # part-way continues with `... --resume`;
+#                                                         # metrics.json's seconds sum the pieces.
+#                                                         # BUDGET_MODEL=vit_fmnist with 16 epochs was
+#                                                         # session 4's run (directory budget-e16)
 #   bash bench/fmnist_accuracy.sh BUILD peer              # attn vs PyTorch (bench/peers/vit_fmnist_train.py),
 #                                                         # same model + recipe, 10 epochs, seeds 0 and 1;
 #                                                         # target: attn's mean within 0.5 points
@@ -45,13 +48,16 @@ run_attn() {   # name model epochs seed [flags...]
 case $mode in
   budget)
     need_attn
-    epochs=$(epochs_arg "${1:-}" 18); [[ "${1:-}" =~ ^[0-9]+$ ]] && shift
+    epochs=$(epochs_arg "${1:-}" 36); [[ "${1:-}" =~ ^[0-9]+$ ]] && shift
+    model=${BUDGET_MODEL:-vit_fmnist_small}
+    name=budget-$model-e$epochs
+    [[ $model = vit_fmnist ]] && name=budget-e$epochs
     start=$(date +%s)
-    run_attn "budget-e$epochs" vit_fmnist "$epochs" 0 "$@"
+    run_attn "$name" "$model" "$epochs" 0 "$@"
     secs=$(/usr/bin/python3 -c "import json,sys; print(round(json.load(open(sys.argv[1]))['seconds']))" \
-           "$work/budget-e$epochs/metrics.json" 2>/dev/null || echo "?")
+           "$work/$name/metrics.json" 2>/dev/null || echo "?")
     echo "wall time of this piece: $(( $(date +%s) - start )) s; training time over all pieces: $secs s" \
-         "(budget: 7200 s)" | tee -a "$work/budget-e$epochs.txt"
+         "(budget: 7200 s)" | tee -a "$work/$name.txt"
     ;;
   peer)
     need_attn
