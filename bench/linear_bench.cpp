@@ -2,7 +2,10 @@
 // attn::linear against a bare oneDNN matmul with pre-packed weights (the ceiling for this shape)
 // and against PyTorch's F.linear measured in the same run.
 //
-//   build/dev/bench/linear_bench [--threads 2] [--reps 50]
+// --shape M,K,N measures another shape (e.g. the vit_fmnist GEMMs at batch 256: 12800,192,576).
+//
+//   build/dev/bench/linear_bench [--threads 2] [--reps 50] [--shape M,K,N]
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -16,12 +19,18 @@ using namespace attn;
 
 int main(int argc, char** argv) {
   int threads = 2, reps = 50;
+  long M = 197, K = 768, N = 3072;
   for (int i = 1; i + 1 < argc; ++i) {
     if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--reps")) reps = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--shape")) {
+      if (std::sscanf(argv[++i], "%ld,%ld,%ld", &M, &K, &N) != 3 || M <= 0 || K <= 0 || N <= 0) {
+        std::fprintf(stderr, "linear_bench: expected --shape M,K,N with positive sizes, got '%s'\n", argv[i]);
+        return 2;
+      }
+    }
   }
   set_num_threads(threads);
-  const int64_t M = 197, K = 768, N = 3072;
   const double flop = 2.0 * M * K * N;
   Generator g(0);
   Tensor x = randn({M, K}, g), w = randn({N, K}, g), b = randn({N}, g);
@@ -52,17 +61,18 @@ int main(int argc, char** argv) {
   const std::string peer = std::string(ATTN_SOURCE_DIR) + "/bench/peers/linear.py";
   std::string out = bench::last_line(bench::run_capture("OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 " + peer +
                                                         " --threads " + std::to_string(threads) + " --reps " +
-                                                        std::to_string(reps)));
+                                                        std::to_string(reps) + " --shape " + std::to_string(M) +
+                                                        "," + std::to_string(K) + "," + std::to_string(N)));
   double t_torch = NAN;
   try { t_torch = nlohmann::json::parse(out).at("ms").get<double>(); } catch (...) {}
 
   auto gf = [&](double ms) { return flop / (ms * 1e-3) / 1e9; };
-  std::printf("linear (197x768)·(768x3072)+bias f32, %d threads, median of %d\n", threads, reps);
+  std::printf("linear (%ldx%ld)·(%ldx%ld)+bias f32, %d threads, median of %d\n", M, K, K, N, threads, reps);
   std::printf("  attn::linear            %8.3f ms  %7.1f GFLOP/s\n", t_attn, gf(t_attn));
   std::printf("  oneDNN pre-packed       %8.3f ms  %7.1f GFLOP/s\n", t_dnnl, gf(t_dnnl));
   std::printf("  PyTorch F.linear        %8.3f ms  %7.1f GFLOP/s\n", t_torch, gf(t_torch));
   std::printf("  attn / oneDNN = %.3f   attn vs PyTorch = %.2fx\n", t_dnnl / t_attn, t_torch / t_attn);
-  nlohmann::json j = {{"bench", "linear"}, {"attn_ms", t_attn}, {"onednn_packed_ms", t_dnnl}, {"torch_ms", t_torch},
+  nlohmann::json j = {{"bench", "linear"}, {"shape", {M, K, N}}, {"attn_ms", t_attn}, {"onednn_packed_ms", t_dnnl}, {"torch_ms", t_torch},
                       {"attn_gflops", gf(t_attn)}, {"fraction_of_onednn", t_dnnl / t_attn}};
   std::cout << j.dump() << std::endl;
   return 0;

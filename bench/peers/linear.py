@@ -1,4 +1,4 @@
-"""PyTorch peer of bench/linear_bench.cpp: F.linear at (197x768).(768x3072)+bias, fp32."""
+"""PyTorch peer of bench/linear_bench.cpp: F.linear at (M x K).(K x N)+bias, fp32 (default 197, 768, 3072)."""
 import argparse
 import json
 import time
@@ -9,10 +9,12 @@ import torch.nn.functional as F
 p = argparse.ArgumentParser()
 p.add_argument("--threads", type=int, default=2)
 p.add_argument("--reps", type=int, default=50)
+p.add_argument("--shape", type=str, default="197,768,3072", help="M,K,N")
 a = p.parse_args()
+M, K, N = (int(v) for v in a.shape.split(","))
 torch.set_num_threads(a.threads)
 torch.manual_seed(0)
-x, w, b = torch.randn(197, 768), torch.randn(3072, 768), torch.randn(3072)
+x, w, b = torch.randn(M, K), torch.randn(N, K), torch.randn(N)
 ts = []
 with torch.no_grad():
     for i in range(a.reps + 3):

@@ -2,7 +2,9 @@
 ViT) and recipe (AdamW lr 1e-3 wd 0.05 without decay on 1-d params / tokens / positions, linear warm-up
 then cosine per step, label smoothing 0.1, optional random crop (padding 2) + horizontal flip, batch
 128) trained on Fashion-MNIST; prints per-epoch lines and a final JSON line with the test accuracy,
-images/s and seconds.
+images/s and seconds. --model picks the size (vit_fmnist or vit_fmnist_small, as attn's registry
+defines them); --train-indices FILE trains on the listed images of the training file only (attn's
+55,000-image training split, written by build/bench/fmnist_split), as attn does.
 
   OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 bench/peers/vit_fmnist_train.py --epochs 5 --threads 2 --augment
 """
@@ -20,6 +22,10 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from vit_train import ViT  # noqa: E402
+
+
+# attn's registry (src/models/vit_variants.cpp): patch 4, depth 6, drop-path 0.1.
+MODELS = {"vit_fmnist": dict(dim=192, heads=3, mlp=768), "vit_fmnist_small": dict(dim=128, heads=4, mlp=256)}
 
 
 def load(d, prefix):
@@ -55,14 +61,22 @@ def main():
     p.add_argument("--limit-train", type=int, default=0)
     p.add_argument("--augment", action="store_true")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--model", choices=sorted(MODELS), default="vit_fmnist")
+    p.add_argument("--train-indices", default="", help="file of training-file indices to train on")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     xtr, ytr = load(a.data_dir, "train")
     xte, yte = load(a.data_dir, "t10k")
+    if a.train_indices:
+        idx = torch.tensor([int(line) for line in open(a.train_indices) if line.strip()], dtype=torch.int64)
+        if len(idx) == 0 or int(idx.min()) < 0 or int(idx.max()) >= len(xtr):
+            sys.exit(f"vit_fmnist_train.py: {a.train_indices}: expected indices in [0, {len(xtr)}), "
+                     f"got {len(idx)} in [{int(idx.min()) if len(idx) else '-'}, {int(idx.max()) if len(idx) else '-'}]")
+        xtr, ytr = xtr[idx], ytr[idx]
     if a.limit_train:
         xtr, ytr = xtr[:a.limit_train], ytr[:a.limit_train]
-    model = ViT()
+    model = ViT(**MODELS[a.model])
     is_decay = lambda n, p: p.ndim > 1 and "pos_embed" not in n and "token" not in n  # noqa: E731
     opt = torch.optim.AdamW(
         [{"params": [p for n, p in model.named_parameters() if not is_decay(n, p)], "weight_decay": 0.0},
@@ -99,7 +113,7 @@ def main():
         print(f"epoch {ep + 1}: train loss {loss_sum / per_epoch:.4f}, test acc {acc:.4f}, "
               f"{step * a.batch / (time.time() - t_start):.0f} img/s", flush=True)
     secs = time.time() - t_start
-    print(json.dumps({"test_accuracy": evaluate(model, xte, yte), "images_per_second": step * a.batch / secs,
+    print(json.dumps({"model": a.model, "test_accuracy": evaluate(model, xte, yte), "images_per_second": step * a.batch / secs,
                       "seconds": secs, "epochs": a.epochs}))
 
 
