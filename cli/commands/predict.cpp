@@ -5,6 +5,8 @@
 //                [--config config.json] [--model-config JSON] IMAGE... [--topk K] [--batch B] [--json]
 //   preprocessing overrides: --resize N --crop N --crop-pct F --interpolation bilinear|bicubic
 //                            --mean a,b,c --std a,b,c
+//   --dtype bf16: every Linear weight in bf16 (attn::nn::convert_linear_weights_to_bf16), f32 between
+//                 the GEMMs
 //
 // Preprocessing follows the weights' source (data/preprocess.h): foreign weights (and attn checkpoints
 // made from them by `attn convert`, which records "source_format") get that source's eval transform
@@ -12,6 +14,8 @@
 // bilinear) and normalised with the checkpoint's mean/std, as in training. 1000-class models print
 // the ImageNet class names (a Hugging Face config's id2label wins when given). An image that cannot
 // be read gets an error line naming it; the others are still classified; the exit code is then 1.
+#include <malloc.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -25,6 +29,7 @@
 #include "attn/data/preprocess.h"
 #include "attn/io/checkpoint.h"
 #include "attn/io/name_maps.h"
+#include "attn/nn/linear.h"
 #include "attn/train/classifier.h"
 #include "attn/train/explain.h"
 #include "../commands.h"
@@ -175,7 +180,7 @@ void add_predict(CLI::App& app) {
   c->add_option("--image-size", o->image_size, "model image size for --weights (the position embedding is resampled)");
   c->add_option("--topk", o->topk, "how many classes to print per image")->capture_default_str();
   c->add_option("--batch", o->batch, "images per forward pass")->capture_default_str();
-  c->add_option("--dtype", o->dtype, "f32 (bf16 is not supported on this CPU)")->capture_default_str();
+  c->add_option("--dtype", o->dtype, "f32 | bf16 (Linear weights in bf16, f32 accumulation; see docs/design.md)")->capture_default_str();
   c->add_option("--resize", o->resize, "resize the shorter side to N (default: the weights' preset)");
   c->add_option("--crop", o->crop, "center crop size (must equal the model's image size)");
   c->add_option("--crop-pct", o->crop_pct, "crop fraction: resize = floor(crop / crop_pct)");
@@ -189,8 +194,6 @@ void add_predict(CLI::App& app) {
     ATTN_CHECK(o->topk >= 1, "predict: expected --topk >= 1, got ", o->topk);
     ATTN_CHECK(o->batch >= 1, "predict: expected --batch >= 1, got ", o->batch);
     ATTN_CHECK(o->dtype == "f32" || o->dtype == "bf16", "predict: expected --dtype f32 or bf16, got '", o->dtype, "'");
-    ATTN_CHECK(o->dtype != "bf16", "predict: --dtype bf16 is not supported on this CPU (no AVX-512 BF16 / AMX "
-               "bf16 path in this build); use --dtype f32");
     Predictor pr;
     std::vector<std::string> images = o->inputs;
     std::string source_path;
@@ -221,6 +224,10 @@ void add_predict(CLI::App& app) {
     ATTN_CHECK(pr.pre.crop_size == model_size, "predict: the crop (", pr.pre.crop_size,
                ") must equal the model's image size (", model_size, ")");
     pr.model->eval();
+    if (o->dtype == "bf16") {
+      nn::convert_linear_weights_to_bf16(*pr.model);
+      malloc_trim(0);   // hand the f32 weights' pages back (the heap keeps large frees otherwise)
+    }
 
     nlohmann::json results = nlohmann::json::array();
     int64_t failed = 0;

@@ -41,4 +41,20 @@ Tensor Linear::forward(const Tensor& x) const {
   return linear(x, weight, bias);
 }
 
+int64_t convert_linear_weights_to_bf16(Module& m) {
+  int64_t saved = 0;
+  std::vector<std::pair<std::string, Module*>> mods{{"", &m}};
+  for (auto& [name, mod] : m.named_modules()) mods.emplace_back(name, mod.get());
+  for (auto& [name, mod] : mods) {
+    auto* l = dynamic_cast<Linear*>(mod);
+    if (!l || l->weight.dtype() == DType::bf16) continue;
+    ATTN_CHECK(l->weight.dtype() == DType::f32, "convert_linear_weights_to_bf16: ", name.empty() ? "<root>" : name,
+               ".weight is ", dtype_name(l->weight.dtype()), ", expected f32");
+    Tensor w = l->weight.detach().to(DType::bf16);
+    saved += l->weight.numel() * 2;
+    l->weight = w;   // the f32 storage is freed here unless something else holds it
+  }
+  return saved;
+}
+
 }  // namespace attn::nn

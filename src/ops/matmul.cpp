@@ -2,6 +2,10 @@
 // Shapes: a (..., M, K), b (..., K, N) -> (..., M, N); linear x (..., K), w (N, K), b (N).
 #include "attn/ops/matmul.h"
 
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
 #include "attn/autograd/grad_mode.h"
 #include "attn/autograd/node.h"
 #include "attn/ops/elementwise.h"
@@ -116,8 +120,63 @@ struct LinearNode : autograd::Node {
 };
 }  // namespace
 
+namespace {
+std::atomic<int> g_bf16_forced{-1};   // -1: not yet read from the environment
+bool bf16_emulation_forced() {
+  int v = g_bf16_forced.load(std::memory_order_relaxed);
+  if (v < 0) {
+    const char* e = std::getenv("ATTN_BF16_GEMM");
+    v = (e && !std::strcmp(e, "emulate")) ? 1 : 0;
+    g_bf16_forced.store(v, std::memory_order_relaxed);
+  }
+  return v == 1;
+}
+
+// x f32 (..., K) times a bf16 weight (N, K): see matmul.h.
+Tensor linear_bf16_weight(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  const int64_t N = w.shape()[0], K = w.shape()[1];
+  std::vector<Tensor> ins{x, w};
+  if (bias.defined()) ins.push_back(bias);
+  ATTN_CHECK(!autograd::needs_grad(ins), "linear: a bf16 weight is for inference, and no gradient flows through "
+             "it; run under NoGradGuard, or keep the weight f32 to train");
+  if (bias.defined())
+    ATTN_CHECK(bias.dim() == 1 && bias.shape()[0] == N, "linear: expected bias of shape [", N, "], got ",
+               bias.shape());
+  Tensor x2 = x.reshape({-1, K});
+  Shape os = x.shape();
+  os.back() = N;
+  Tensor out = Tensor::empty(os, DType::f32);
+  Tensor c2 = out.view({x2.shape()[0], N});
+  Tensor b = bias.defined() ? bias.to(DType::f32).contiguous() : Tensor();
+  Tensor xb = x2.to(DType::bf16);
+  if (bf16_gemm_mode() == Bf16Gemm::native) {
+    kernels::gemm_onednn(xb, w.transpose(0, 1), b, c2);
+  } else {
+    gemm(xb.to(DType::f32), w.to(DType::f32).transpose(0, 1), b, c2);
+  }
+  return out;
+}
+}  // namespace
+
+bool bf16_gemm_native_available() { return kernels::gemm_onednn_bf16_native(); }
+
+Bf16Gemm bf16_gemm_mode() {
+  return !bf16_emulation_forced() && kernels::gemm_onednn_bf16_native() ? Bf16Gemm::native : Bf16Gemm::emulated;
+}
+
+void set_bf16_gemm_emulated(bool on) { g_bf16_forced.store(on ? 1 : 0, std::memory_order_relaxed); }
+
+const char* bf16_gemm_name(Bf16Gemm m) {
+  return m == Bf16Gemm::native ? "native (oneDNN bf16 matmul)" : "emulated (f32 GEMM on bf16 values)";
+}
+
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   ATTN_CHECK(w.dim() == 2, "linear: expected a 2-d weight (out, in), got shape ", w.shape());
+  if (w.dtype() == DType::bf16 && x.dtype() == DType::f32) {
+    ATTN_CHECK(x.dim() >= 1 && x.shape().back() == w.shape()[1], "linear: input shape ", x.shape(),
+               " does not end in the weight's in_features ", w.shape()[1], " (weight shape ", w.shape(), ")");
+    return linear_bf16_weight(x, w, bias);
+  }
   ATTN_CHECK(x.dim() >= 1 && x.shape().back() == w.shape()[1], "linear: input shape ", x.shape(),
              " does not end in the weight's in_features ", w.shape()[1], " (weight shape ", w.shape(), ")");
   ATTN_CHECK(x.dtype() == w.dtype(), "linear: input is ", dtype_name(x.dtype()), ", weight is ",

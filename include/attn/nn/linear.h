@@ -38,4 +38,10 @@ class Linear : public Module {
   Tensor& bias;     // (out_features), undefined without bias
 };
 
+// bf16 inference: converts the weight of every Linear in `m` (recursively) to bf16, in place; biases,
+// norms, embeddings, tokens and convolutions stay f32, and activations stay f32 between the GEMMs
+// (see attn::linear for the numerics). The module can then only run without gradients. Returns the
+// number of bytes the weights shrank by.
+int64_t convert_linear_weights_to_bf16(Module& m);
+
 }  // namespace attn::nn

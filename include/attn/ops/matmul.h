@@ -6,6 +6,12 @@
 //
 // Operands may be any strided view whose last two dims have a unit stride in one of them;
 // others are made contiguous first.
+//
+// bf16 weights, for inference: linear(x f32, w bf16, bias f32) rounds x to bf16 (nearest even) and
+// multiplies with f32 accumulation into an f32 result, as a bf16 GEMM on AMX / AVX-512 BF16 does.
+// Where oneDNN has a bf16 matmul for this CPU it runs that ("native"); elsewhere the same bf16
+// operands are multiplied by the f32 GEMM ("emulated": a product of two bf16 values is exact in f32,
+// so only the summation order differs). No gradient flows through a bf16 weight.
 #pragma once
 #include "attn/core/tensor.h"
 
@@ -13,6 +19,14 @@ namespace attn {
 
 Tensor matmul(const Tensor& a, const Tensor& b);
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+
+enum class Bf16Gemm { native, emulated };
+// What linear() with a bf16 weight runs: native when oneDNN has a bf16 matmul for this CPU, unless
+// emulation is forced (set_bf16_gemm_emulated(true), or the environment's ATTN_BF16_GEMM=emulate).
+Bf16Gemm bf16_gemm_mode();
+bool bf16_gemm_native_available();
+void set_bf16_gemm_emulated(bool on);
+const char* bf16_gemm_name(Bf16Gemm m);   // "native (oneDNN bf16 matmul)" | "emulated (f32 GEMM on bf16 values)"
 
 namespace reference {
 // The test oracle: a triple loop in double, (M, K) @ (K, N) on 2-d tensors of any float dtype.

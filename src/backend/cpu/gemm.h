@@ -10,6 +10,8 @@ namespace attn::kernels {
 void gemm_onednn(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c);
 // True if oneDNN takes this dtype (f32, bf16).
 bool gemm_onednn_supports(DType dt);
+// True if oneDNN has a bf16 x bf16 -> f32 matmul on this CPU (AVX-512 BF16, AMX; probed once).
+bool gemm_onednn_bf16_native();
 // The reference GEMM in double: used for f64 and as the test oracle. Same contract.
 void gemm_reference(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c);
 

@@ -52,6 +52,22 @@ void fix_batch_stride(Geo& g) {
 
 bool gemm_onednn_supports(DType dt) { return dt == DType::f32 || dt == DType::bf16; }
 
+bool gemm_onednn_bf16_native() {
+  static const bool ok = [] {
+    try {
+      using dt = dnnl::memory::data_type;
+      const dnnl::memory::desc a({1, 16, 32}, dt::bf16, dnnl::memory::format_tag::abc);
+      const dnnl::memory::desc b({1, 32, 16}, dt::bf16, dnnl::memory::format_tag::abc);
+      const dnnl::memory::desc c({1, 16, 16}, dt::f32, dnnl::memory::format_tag::abc);
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), cpu_engine());
+      return true;
+    } catch (const dnnl::error&) {
+      return false;   // no bf16 matmul below AVX-512 (oneDNN 2.x)
+    }
+  }();
+  return ok;
+}
+
 void gemm_onednn(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c) {
   Geo ga = geo3(a), gb = geo3(b), gc = geo3(c);
   fix_batch_stride(ga); fix_batch_stride(gb); fix_batch_stride(gc);
