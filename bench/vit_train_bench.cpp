@@ -3,11 +3,15 @@
 // in-memory batch; and its inference (eval mode, no grad) at batch 256. attn against PyTorch 1.13
 // running a torch model of the same architecture (bench/peers/vit_train.py) in the same run.
 //
-//   build/bench/vit_train_bench [--threads 2] [--steps 10] [--infer-reps 10] [--no-peer]
+// --model vit_fmnist_small measures the 2-hour-budget ViT (D 128, heads 4, MLP 256) instead.
+//
+//   build/bench/vit_train_bench [--threads 2] [--steps 10] [--infer-reps 10] [--no-peer] [--model NAME]
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 #include "attn/attn.h"
@@ -21,15 +25,22 @@ using namespace attn;
 int main(int argc, char** argv) {
   int threads = 2, steps = 10, infer_reps = 10;
   bool peer = true;
+  std::string model_name = "vit_fmnist";
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) steps = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--infer-reps") && i + 1 < argc) infer_reps = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--no-peer")) peer = false;
+    else if (!std::strcmp(argv[i], "--model") && i + 1 < argc) model_name = argv[++i];
   }
   set_num_threads(threads);
   manual_seed(0);
-  auto model = models::create_model("vit_fmnist");
+  if (model_name != "vit_fmnist" && model_name != "vit_fmnist_small") {
+    std::fprintf(stderr, "vit_train_bench: expected --model vit_fmnist or vit_fmnist_small, got '%s'\n",
+                 model_name.c_str());
+    return 2;
+  }
+  auto model = models::create_model(model_name);
   model->train();
   optim::AdamW opt(optim::param_groups_weight_decay(*model, 0.05), {.lr = 1e-3, .weight_decay = 0.05});
   Generator g(1);
@@ -57,7 +68,7 @@ int main(int argc, char** argv) {
     const std::string script = std::string(ATTN_SOURCE_DIR) + "/bench/peers/vit_train.py";
     std::string out = bench::last_line(bench::run_capture(
         "OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 " + script + " --threads " + std::to_string(threads) + " --steps " +
-        std::to_string(steps) + " --infer-reps " + std::to_string(infer_reps)));
+        std::to_string(steps) + " --infer-reps " + std::to_string(infer_reps) + " --model " + model_name));
     try {
       auto j = nlohmann::json::parse(out);
       torch_ms = j.at("ms").get<double>();
@@ -66,7 +77,9 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "peer failed: %s\n", out.c_str());
     }
   }
-  std::printf("vit_fmnist (patch 4, D 192, depth 6, heads 3, MLP 768, drop-path 0.1), f32, %d threads, median\n",
+  std::printf("%s (%s, drop-path 0.1), f32, %d threads, median\n", model_name.c_str(),
+              model_name == "vit_fmnist" ? "patch 4, D 192, depth 6, heads 3, MLP 768"
+                                         : "patch 4, D 128, depth 6, heads 4, MLP 256",
               threads);
   std::printf("  training step, batch %lld, AdamW (%d steps)\n", (long long)B, steps);
   std::printf("    attn     %9.1f ms  %8.0f img/s\n", ms, B / (ms * 1e-3));
@@ -76,7 +89,7 @@ int main(int argc, char** argv) {
   std::printf("    attn     %9.1f ms  %8.0f img/s\n", infer_ms, BI / (infer_ms * 1e-3));
   std::printf("    PyTorch  %9.1f ms  %8.0f img/s\n", torch_infer_ms, BI / (torch_infer_ms * 1e-3));
   std::printf("    attn / PyTorch images/s = %.2fx\n", torch_infer_ms / infer_ms);
-  std::cout << nlohmann::json({{"bench", "vit_train"}, {"attn_ms", ms}, {"torch_ms", torch_ms},
+  std::cout << nlohmann::json({{"bench", "vit_train"}, {"model", model_name}, {"attn_ms", ms}, {"torch_ms", torch_ms},
                                {"attn_infer_ms", infer_ms}, {"torch_infer_ms", torch_infer_ms},
                                {"train_speedup", torch_ms / ms}, {"infer_speedup", torch_infer_ms / infer_ms}})
                    .dump()

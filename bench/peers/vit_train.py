@@ -87,10 +87,11 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--infer-reps", type=int, default=10)
+    p.add_argument("--model", choices=["vit_fmnist", "vit_fmnist_small"], default="vit_fmnist")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    model = ViT()
+    model = ViT(**({"dim": 128, "heads": 4, "mlp": 256} if a.model == "vit_fmnist_small" else {}))
     decay = [p for n, p in model.named_parameters() if p.ndim > 1 and "pos_embed" not in n and "token" not in n]
     no_decay = [p for n, p in model.named_parameters() if not (p.ndim > 1 and "pos_embed" not in n and "token" not in n)]
     opt = torch.optim.AdamW([{"params": no_decay, "weight_decay": 0.0}, {"params": decay, "weight_decay": 0.05}],
