@@ -12,11 +12,15 @@
 #                                                         # BUDGET_MODEL=vit_fmnist with 16 epochs was
 #                                                         # session 4's run (directory budget-e16)
 #   bash bench/fmnist_accuracy.sh BUILD peer              # attn vs PyTorch (bench/peers/vit_fmnist_train.py),
-#                                                         # same model + recipe, 10 epochs, seeds 0 and 1;
-#                                                         # target: attn's mean within 0.5 points
+#                                                         # same model + recipe + training images, 10 epochs,
+#                                                         # seeds 0 and 1; target: attn's mean within 0.5
+#                                                         # points. PEER_MODEL=vit_fmnist_small for the small one
 #   bash bench/fmnist_accuracy.sh BUILD teacher [EPOCHS]  # the CNN teacher (resnet_fmnist); target >= 93%
 #   bash bench/fmnist_accuracy.sh BUILD distill [EPOCHS]  # deit_fmnist_distilled from the teacher: none /
-#                                                         # soft / hard, seeds 0 and 1 (needs `teacher` first)
+#                                                         # soft / hard, seeds 0 and 1 (needs `teacher` first).
+#                                                         # DISTILL_SIZE=small: vit_fmnist_small and
+#                                                         # deit_fmnist_small_distilled (a third of the cost);
+#                                                         # DISTILL_KINDS="hard" to skip soft
 #   bash bench/fmnist_accuracy.sh BUILD summary           # the table of everything run so far
 #
 # Recipe (both sides): AdamW lr 1e-3, wd 0.05, 1 warm-up epoch then cosine, label smoothing 0.1, batch 128,
@@ -61,11 +65,16 @@ case $mode in
     ;;
   peer)
     need_attn
+    # Both sides train on attn's 55,000-image training split (the peer reads its indices).
+    [[ -x "$build/bench/fmnist_split" ]] || { echo "fmnist_accuracy.sh: expected $build/bench/fmnist_split (build the benches)" >&2; exit 2; }
+    "$build/bench/fmnist_split" "$work/train-split.txt"
+    model=${PEER_MODEL:-vit_fmnist}
+    tag=peer; [[ $model = vit_fmnist ]] || tag=peer-$model
     for seed in 0 1; do
-      run_attn "peer-attn-s$seed" vit_fmnist 10 "$seed"
-      echo "== torch seed $seed: vit_fmnist, 10 epochs" >&2
-      /usr/bin/python3 "$root/bench/peers/vit_fmnist_train.py" --epochs 10 --threads 2 --augment --seed "$seed" \
-        | tee "$work/peer-torch-s$seed.txt" | tail -2
+      run_attn "$tag-attn-s$seed" "$model" 10 "$seed"
+      echo "== torch seed $seed: $model, 10 epochs" >&2
+      /usr/bin/python3 "$root/bench/peers/vit_fmnist_train.py" --model "$model" --train-indices "$work/train-split.txt" \
+        --epochs 10 --threads 2 --augment --seed "$seed" | tee "$work/$tag-torch-s$seed.txt" | tail -2
     done
     ;;
   teacher)
@@ -77,10 +86,15 @@ case $mode in
     need_attn
     [[ -f "$work/teacher/checkpoint.safetensors" ]] || { echo "fmnist_accuracy.sh: run the teacher mode first ($work/teacher/checkpoint.safetensors is missing)" >&2; exit 2; }
     epochs=$(epochs_arg "${1:-}" 10); [[ "${1:-}" =~ ^[0-9]+$ ]] && shift
+    case ${DISTILL_SIZE:-base} in
+      base) plain=vit_fmnist; student=deit_fmnist_distilled; tag=distill ;;
+      small) plain=vit_fmnist_small; student=deit_fmnist_small_distilled; tag=distill-small-e$epochs ;;
+      *) echo "fmnist_accuracy.sh: DISTILL_SIZE must be base or small, got '$DISTILL_SIZE'" >&2; exit 2 ;;
+    esac
     for seed in 0 1; do
-      run_attn "distill-none-s$seed" vit_fmnist "$epochs" "$seed" "$@"
-      for kind in soft hard; do
-        run_attn "distill-$kind-s$seed" deit_fmnist_distilled "$epochs" "$seed" \
+      run_attn "$tag-none-s$seed" "$plain" "$epochs" "$seed" "$@"
+      for kind in ${DISTILL_KINDS:-soft hard}; do
+        run_attn "$tag-$kind-s$seed" "$student" "$epochs" "$seed" \
           --teacher "$work/teacher/checkpoint.safetensors" --distill "$kind" "$@"
       done
     done
@@ -101,7 +115,7 @@ for d in sorted(glob.glob(os.path.join(work, "*/metrics.json"))):
         extra = f"  class head {100 * m['test_accuracy_cls']:.2f}, dist head {100 * m['test_accuracy_dist']:.2f}"
     print(f"  attn  {name:22} {100 * m['test_accuracy']:6.2f}   {m['steps']:6} steps  {m['seconds']:7.0f} s  "
           f"{m['images_per_second']:6.0f} img/s{extra}")
-for f in sorted(glob.glob(os.path.join(work, "peer-torch-s*.txt"))):
+for f in sorted(glob.glob(os.path.join(work, "peer-*torch-s*.txt"))):
     lines = [l for l in open(f) if l.startswith("{")]
     if lines:
         m = json.loads(lines[-1])
