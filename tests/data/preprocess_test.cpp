@@ -16,6 +16,7 @@
 #include "attn/attn.h"
 #include "attn/data/image.h"
 #include "attn/data/preprocess.h"
+#include "attn/ops/matmul.h"
 #include "torch_ref.h"
 
 using namespace attn;
@@ -364,9 +365,9 @@ TEST(PredictCli, FlagErrors) {
   CliRun r = run_cli({"predict", "--weights", a, a});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("predict: --weights needs --model NAME"), std::string::npos) << r.err;
-  r = run_cli({"predict", "--weights", a, "--model", "vit_tiny_patch16_224", "--dtype", "bf16", a});
+  r = run_cli({"predict", "--weights", a, "--model", "vit_tiny_patch16_224", "--dtype", "f16", a});
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find("--dtype bf16 is not supported on this CPU"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("predict: expected --dtype f32 or bf16, got 'f16'"), std::string::npos) << r.err;
 }
 
 TEST(BenchCli, TinyModelTwoIterations) {
@@ -397,7 +398,18 @@ TEST(BenchCli, TinyModelTwoIterations) {
   ASSERT_EQ(t.code, 0) << t.err;
   EXPECT_NE(t.out.find("latency     median "), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("memory      peak RSS after load "), std::string::npos) << t.out;
-  const CliRun bf = run_cli({"bench", "--model", "vit_fmnist", "--dtype", "bf16"});
-  EXPECT_EQ(bf.code, 1);
-  EXPECT_NE(bf.err.find("--dtype bf16 is not supported on this CPU"), std::string::npos) << bf.err;
+  // bf16: every Linear weight in bf16 (the emulated GEMM where the CPU has no native one).
+  const CliRun bf = run_cli({"bench", "--model", "vit_fmnist", "--dtype", "bf16", "--iters", "1", "--warmup", "0",
+                          "--threads", "1", "--gemm-seconds", "0", "--json"});
+  ASSERT_EQ(bf.code, 0) << bf.err;
+  json jb;
+  ASSERT_NO_THROW(jb = json::parse(bf.out)) << bf.out;
+  EXPECT_EQ(jb["dtype"], "bf16");
+  EXPECT_EQ(jb["gemm_path"], bf16_gemm_name(bf16_gemm_mode()));
+  // vit_fmnist: 2,656,128 of its 2,684,554 parameters are Linear weights, so the weights shrink by
+  // 2 bytes each of those.
+  EXPECT_NEAR(j["weights_mb"].get<double>() - jb["weights_mb"].get<double>(), 2.0 * 2656128 / 1e6, 1e-6);
+  const CliRun bad = run_cli({"bench", "--model", "vit_fmnist", "--dtype", "f16"});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("bench: expected --dtype f32 or bf16, got 'f16'"), std::string::npos) << bad.err;
 }
