@@ -220,14 +220,12 @@ int main(int argc, char** argv) {
     nlohmann::json m = run_peer("--threads " + std::to_string(threads) + " --mode mem --T 4096", true);
     if (!m.is_null()) mem_torch = m.at("peak_extra_bytes").get<double>();
   }
-  auto torch_ms = [&](const std::string& k) { return th.count(k) ? th[k] : NAN; };
-
   std::printf("median of %d round(s); torch/fused is the median of the rounds' ratios\n", rounds);
   std::printf("  %-16s %11s %11s %11s %11s %12s %12s\n", "", "attn fused", "fused cpu", "attn naive", "torch",
               "torch/fused", "naive/fused");
   nlohmann::json out = {{"bench", "attention"}, {"threads", threads}, {"isa", isa_name(active_isa())}};
   for (const auto& key : keys) {
-    const double f = fused[key], n = naive[key], t = torch_ms(key);
+    const double f = fused[key], n = naive[key], t = th[key];
     std::printf("  %-16s %8.2f ms %8.2f ms %8.2f ms %8.2f ms %11.2fx %11.2fx\n", key.c_str(), f, fused_cpu[key], n, t,
                 ratio[key], n / f);
     auto num = [](double x) { return std::isnan(x) ? nlohmann::json() : nlohmann::json(x); };

@@ -21,11 +21,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vit_train import ViT  # noqa: E402
-
-
-# attn's registry (src/models/vit_variants.cpp): patch 4, depth 6, drop-path 0.1.
-MODELS = {"vit_fmnist": dict(dim=192, heads=3, mlp=768), "vit_fmnist_small": dict(dim=128, heads=4, mlp=256)}
+from vit_train import MODELS, ViT  # noqa: E402
 
 
 def load(d, prefix):

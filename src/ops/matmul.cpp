@@ -132,16 +132,13 @@ bool bf16_emulation_forced() {
   return v == 1;
 }
 
-// x f32 (..., K) times a bf16 weight (N, K): see matmul.h.
+// x f32 (..., K) times a bf16 weight (N, K), shapes already checked by linear(): see matmul.h.
 Tensor linear_bf16_weight(const Tensor& x, const Tensor& w, const Tensor& bias) {
   const int64_t N = w.shape()[0], K = w.shape()[1];
   std::vector<Tensor> ins{x, w};
   if (bias.defined()) ins.push_back(bias);
   ATTN_CHECK(!autograd::needs_grad(ins), "linear: a bf16 weight is for inference, and no gradient flows through "
              "it; run under NoGradGuard, or keep the weight f32 to train");
-  if (bias.defined())
-    ATTN_CHECK(bias.dim() == 1 && bias.shape()[0] == N, "linear: expected bias of shape [", N, "], got ",
-               bias.shape());
   Tensor x2 = x.reshape({-1, K});
   Shape os = x.shape();
   os.back() = N;
@@ -172,19 +169,15 @@ const char* bf16_gemm_name(Bf16Gemm m) {
 
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   ATTN_CHECK(w.dim() == 2, "linear: expected a 2-d weight (out, in), got shape ", w.shape());
-  if (w.dtype() == DType::bf16 && x.dtype() == DType::f32) {
-    ATTN_CHECK(x.dim() >= 1 && x.shape().back() == w.shape()[1], "linear: input shape ", x.shape(),
-               " does not end in the weight's in_features ", w.shape()[1], " (weight shape ", w.shape(), ")");
-    return linear_bf16_weight(x, w, bias);
-  }
   ATTN_CHECK(x.dim() >= 1 && x.shape().back() == w.shape()[1], "linear: input shape ", x.shape(),
              " does not end in the weight's in_features ", w.shape()[1], " (weight shape ", w.shape(), ")");
-  ATTN_CHECK(x.dtype() == w.dtype(), "linear: input is ", dtype_name(x.dtype()), ", weight is ",
-             dtype_name(w.dtype()));
   const int64_t N = w.shape()[0], K = w.shape()[1];
   if (bias.defined())
     ATTN_CHECK(bias.dim() == 1 && bias.shape()[0] == N, "linear: expected bias of shape [", N,
                "], got ", bias.shape());
+  if (w.dtype() == DType::bf16 && x.dtype() == DType::f32) return linear_bf16_weight(x, w, bias);
+  ATTN_CHECK(x.dtype() == w.dtype(), "linear: input is ", dtype_name(x.dtype()), ", weight is ",
+             dtype_name(w.dtype()));
   Tensor x2 = x.detach().reshape({-1, K});
   Shape os = x.shape();
   os.back() = N;

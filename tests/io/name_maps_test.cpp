@@ -45,17 +45,28 @@ Tensor images(int64_t b, int64_t c, int64_t hw, uint64_t seed) {
   return Tensor::randn({b, c, hw, hw});
 }
 
+// max |a - b| into d and max |b| into m; false (and the index in bad) at the first non-finite a.
+bool max_diff(const std::vector<double>& a, const std::vector<double>& b, double& d, double& m, size_t& bad) {
+  d = m = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i])) {
+      bad = i;
+      return false;
+    }
+    d = std::max(d, std::abs(a[i] - b[i]));
+    m = std::max(m, std::abs(b[i]));
+  }
+  return true;
+}
+
 // The acceptance bound of issue 5: max |a - b| <= 1e-4 * max(1, max |b|).
 ::testing::AssertionResult logits_close(const Tensor& mine, const Tensor& ref) {
   if (mine.shape() != ref.shape())
     return ::testing::AssertionFailure() << "shapes " << shape_str(mine.shape()) << " vs " << shape_str(ref.shape());
   const auto a = mine.to_vector<double>(), b = ref.to_vector<double>();
-  double d = 0, m = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!std::isfinite(a[i])) return ::testing::AssertionFailure() << "non-finite logit at " << i;
-    d = std::max(d, std::abs(a[i] - b[i]));
-    m = std::max(m, std::abs(b[i]));
-  }
+  double d, m;
+  size_t bad;
+  if (!max_diff(a, b, d, m, bad)) return ::testing::AssertionFailure() << "non-finite logit at " << bad;
   const double bound = 1e-4 * std::max(1.0, m);
   std::printf("  logits: max |d| %.3g (bound %.3g, max |logit| %.3g)\n", d, bound, m);
   if (d <= bound) return ::testing::AssertionSuccess();
@@ -71,12 +82,9 @@ Tensor images(int64_t b, int64_t c, int64_t hw, uint64_t seed) {
     return ::testing::AssertionFailure() << "shapes " << shape_str(mine.shape()) << " vs " << shape_str(ref.shape());
   const int64_t n = ref.size(0), c = ref.size(1);
   const auto a = mine.to_vector<double>(), b = ref.to_vector<double>();
-  double d = 0, m = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!std::isfinite(a[i])) return ::testing::AssertionFailure() << "non-finite logit at " << i;
-    d = std::max(d, std::abs(a[i] - b[i]));
-    m = std::max(m, std::abs(b[i]));
-  }
+  double d, m;
+  size_t bad;
+  if (!max_diff(a, b, d, m, bad)) return ::testing::AssertionFailure() << "non-finite logit at " << bad;
   const double bound = 2e-2 * m;
   auto cosine = [&](size_t lo, size_t hi) {
     double ab = 0, aa = 0, bb = 0;
