@@ -5,8 +5,8 @@
 //                [--config config.json] [--model-config JSON] IMAGE... [--topk K] [--batch B] [--json]
 //   preprocessing overrides: --resize N --crop N --crop-pct F --interpolation bilinear|bicubic
 //                            --mean a,b,c --std a,b,c
-//   --dtype bf16: every Linear weight in bf16 (attn::nn::convert_linear_weights_to_bf16), f32 between
-//                 the GEMMs
+//   --dtype bf16: every Linear weight in bf16 (attn::nn::make_linear_weights_bf16 before the weights are
+//                 streamed in, converted tensor by tensor), f32 between the GEMMs
 //
 // Preprocessing follows the weights' source (data/preprocess.h): foreign weights (and attn checkpoints
 // made from them by `attn convert`, which records "source_format") get that source's eval transform
@@ -29,7 +29,6 @@
 #include "attn/data/preprocess.h"
 #include "attn/io/checkpoint.h"
 #include "attn/io/name_maps.h"
-#include "attn/nn/linear.h"
 #include "attn/train/classifier.h"
 #include "attn/train/explain.h"
 #include "../commands.h"
@@ -88,11 +87,11 @@ struct Predictor {
   std::vector<std::string> class_names;
 };
 
-Predictor from_checkpoint(const std::string& ckpt) {
+Predictor from_checkpoint(const std::string& ckpt, DType linear_dtype) {
   Predictor p;
   const train::CheckpointInputs in = train::checkpoint_inputs(ckpt);
   const nlohmann::json meta = io::read_checkpoint_metadata(ckpt);
-  p.model = train::load_classifier(ckpt);
+  p.model = train::load_classifier(ckpt, linear_dtype);
   p.model_name = meta["config"].value("model", std::string("?"));
   std::vector<std::string> names;
   if (meta.contains("id2label")) names = names_from_id2label(meta["id2label"], in.num_classes);
@@ -120,10 +119,13 @@ Predictor from_checkpoint(const std::string& ckpt) {
 }
 
 Predictor from_foreign(const std::string& weights, const std::string& model, const std::string& format,
-                       const std::string& config, const std::string& model_config, int64_t image_size) {
+                       const std::string& config, const std::string& model_config, int64_t image_size,
+                       DType linear_dtype) {
   Predictor p;
-  const io::SafetensorsFile f = io::load_safetensors(weights);
+  // The header only: the tensors are streamed into the model one layer at a time (load_foreign_vit).
+  const io::SafetensorsReader f(weights);
   io::ForeignVitOptions opt;
+  opt.linear_dtype = linear_dtype;
   opt.model = model;
   if (!model_config.empty()) {
     try {
@@ -133,8 +135,16 @@ Predictor from_foreign(const std::string& weights, const std::string& model, con
     }
   }
   opt.image_size = image_size;
-  const io::TensorList sd = io::with_aliases(f);
-  const io::WeightFormat fmt = format == "auto" ? io::detect_weight_format(sd) : io::parse_weight_format(format);
+  io::WeightFormat fmt;
+  if (format == "auto") {
+    io::TensorList keys;   // detection reads the keys only
+    for (const io::SafetensorsEntry& e : f.entries()) keys.emplace_back(e.name, Tensor());
+    for (const auto& [dup, kept] : io::alias_pairs(f.metadata(), [&](const std::string& k) { return f.find(k) != nullptr; }))
+      keys.emplace_back(dup, Tensor());
+    fmt = io::detect_weight_format(keys);
+  } else {
+    fmt = io::parse_weight_format(format);
+  }
   opt.format = fmt;
   std::string cfg_path = config;
   if (cfg_path.empty() && fmt == io::WeightFormat::hf) {   // as `attn convert`: config.json beside the weights
@@ -144,7 +154,7 @@ Predictor from_foreign(const std::string& weights, const std::string& model, con
     if (std::ifstream(beside).good()) cfg_path = beside;
   }
   if (!cfg_path.empty()) opt.hf_config = read_json_file(cfg_path);
-  io::ForeignVit r = io::load_foreign_vit(sd, opt);
+  io::ForeignVit r = io::load_foreign_vit(f, opt);
   p.model = r.model;
   p.model_name = model;
   p.source = io::weight_format_name(fmt);
@@ -194,12 +204,13 @@ void add_predict(CLI::App& app) {
     ATTN_CHECK(o->topk >= 1, "predict: expected --topk >= 1, got ", o->topk);
     ATTN_CHECK(o->batch >= 1, "predict: expected --batch >= 1, got ", o->batch);
     ATTN_CHECK(o->dtype == "f32" || o->dtype == "bf16", "predict: expected --dtype f32 or bf16, got '", o->dtype, "'");
+    const DType linear_dtype = o->dtype == "bf16" ? DType::bf16 : DType::f32;
     Predictor pr;
     std::vector<std::string> images = o->inputs;
     std::string source_path;
     if (!o->weights.empty()) {
       ATTN_CHECK(!o->model.empty(), "predict: --weights needs --model NAME (e.g. vit_base_patch16_224)");
-      pr = from_foreign(o->weights, o->model, o->format, o->config, o->model_config, o->image_size);
+      pr = from_foreign(o->weights, o->model, o->format, o->config, o->model_config, o->image_size, linear_dtype);
       source_path = o->weights;
     } else {
       ATTN_CHECK(o->model.empty() && o->format == "auto" && o->config.empty() && o->model_config.empty() &&
@@ -210,7 +221,7 @@ void add_predict(CLI::App& app) {
                  images.size(), " argument");
       source_path = images.front();
       images.erase(images.begin());
-      pr = from_checkpoint(source_path);
+      pr = from_checkpoint(source_path, linear_dtype);
     }
     data::PreprocessOverrides ov;
     if (o->resize) ov.resize_size = o->resize;
@@ -224,10 +235,9 @@ void add_predict(CLI::App& app) {
     ATTN_CHECK(pr.pre.crop_size == model_size, "predict: the crop (", pr.pre.crop_size,
                ") must equal the model's image size (", model_size, ")");
     pr.model->eval();
-    if (o->dtype == "bf16") {
-      nn::convert_linear_weights_to_bf16(*pr.model);
-      malloc_trim(0);   // hand the f32 weights' pages back (the heap keeps large frees otherwise)
-    }
+    // --dtype bf16: the Linear weights were made bf16 before loading and converted as they were
+    // streamed in, so the f32 source weights were never held whole; hand back what the load freed.
+    malloc_trim(0);
 
     nlohmann::json results = nlohmann::json::array();
     int64_t failed = 0;

@@ -60,9 +60,15 @@ void save_checkpoint(const std::string& path, const nn::Module& module, const op
 }
 
 nlohmann::json read_checkpoint_metadata(const std::string& path) {
-  SafetensorsFile f = load_file(path);
-  check_format(path, f.metadata);
-  return metadata_json(f.metadata);
+  // The header only: reading every tensor to get at the metadata held a whole f32 copy of the model.
+  Metadata md;
+  try {
+    md = SafetensorsReader(path).metadata();
+  } catch (const Error& e) {
+    fail("load_checkpoint: cannot read '", path, "': ", e.what());
+  }
+  check_format(path, md);
+  return metadata_json(md);
 }
 
 nlohmann::json load_checkpoint(const std::string& path, nn::Module& module, optim::Optimizer* optimizer) {

@@ -1,6 +1,7 @@
 #include "attn/io/safetensors.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <utility>
 #include <nlohmann/json.hpp>
 
 namespace attn::io {
@@ -75,25 +77,16 @@ float half_to_float(uint16_t h) {
 
 }  // namespace
 
-SafetensorsFile parse_safetensors(const uint8_t* data, size_t size, const std::string& what) {
+namespace {
+
+// The header (JSON) of a file whose data block has `body_size` bytes: the entries sorted by data
+// offset, checked to tile the data block exactly. Messages start with `where`.
+void parse_header(const char* hp, uint64_t n, uint64_t body_size, const std::string& where, Metadata& metadata,
+                  std::vector<SafetensorsEntry>& entries) {
   using nlohmann::json;
-  const std::string where = "safetensors '" + what + "': ";
-  ATTN_CHECK(size >= 8, where, "file is ", size, " bytes, too short for the 8-byte header length");
-  uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | data[i];
-  ATTN_CHECK(n <= size - 8, where, "header length ", n, " runs past the end of the file (", size,
-             " bytes)");
-  ATTN_CHECK(n >= 2, where, "header length ", n, " is too short for a JSON object");
-  const char* hp = reinterpret_cast<const char*>(data + 8);
   json header = json::parse(hp, hp + n, nullptr, /*allow_exceptions=*/false);
   ATTN_CHECK(!header.is_discarded(), where, "header is not valid JSON");
   ATTN_CHECK(header.is_object(), where, "header is JSON but not an object");
-  const uint8_t* body = data + 8 + n;
-  const uint64_t body_size = size - 8 - n;
-
-  SafetensorsFile out;
-  struct Entry { std::string name; DTypeInfo info; Shape shape; uint64_t begin, end; };
-  std::vector<Entry> entries;
   for (auto it = header.begin(); it != header.end(); ++it) {
     const std::string& name = it.key();
     const json& v = it.value();
@@ -102,7 +95,7 @@ SafetensorsFile parse_safetensors(const uint8_t* data, size_t size, const std::s
       for (auto m = v.begin(); m != v.end(); ++m) {
         ATTN_CHECK(m.value().is_string(), where, "__metadata__ value for '", m.key(),
                    "' is not a string");
-        out.metadata[m.key()] = m.value().get<std::string>();
+        metadata[m.key()] = m.value().get<std::string>();
       }
       continue;
     }
@@ -111,11 +104,14 @@ SafetensorsFile parse_safetensors(const uint8_t* data, size_t size, const std::s
     ATTN_CHECK(v.contains("shape") && v["shape"].is_array(), where, "entry '", name, "' has no shape array");
     ATTN_CHECK(v.contains("data_offsets") && v["data_offsets"].is_array() && v["data_offsets"].size() == 2,
                where, "entry '", name, "' needs data_offsets [begin, end]");
-    Entry e;
+    SafetensorsEntry e;
     e.name = name;
     const std::string dt = v["dtype"].get<std::string>();
-    ATTN_CHECK(parse_dtype(dt, e.info), where, "entry '", name, "' has unsupported dtype '", dt,
+    DTypeInfo info{};
+    ATTN_CHECK(parse_dtype(dt, info), where, "entry '", name, "' has unsupported dtype '", dt,
                "' (expected F32, F64, BF16, F16, I32, I64, U8 or BOOL)");
+    e.dtype = info.dtype;
+    e.f16 = info.f16;
     uint64_t numel = 1;
     for (const json& d : v["shape"]) {
       ATTN_CHECK(d.is_number_unsigned() || (d.is_number_integer() && d.get<int64_t>() >= 0), where,
@@ -132,53 +128,159 @@ SafetensorsFile parse_safetensors(const uint8_t* data, size_t size, const std::s
     e.end = v["data_offsets"][1].get<uint64_t>();
     ATTN_CHECK(e.begin <= e.end && e.end <= body_size, where, "entry '", name, "' data_offsets [",
                e.begin, ", ", e.end, "] lie outside the data block of ", body_size, " bytes");
-    ATTN_CHECK(numel <= (uint64_t(1) << 60) / e.info.file_size && e.end - e.begin == numel * e.info.file_size,
+    ATTN_CHECK(numel <= (uint64_t(1) << 60) / info.file_size && e.end - e.begin == numel * info.file_size,
                where, "entry '", name, "' has ", e.end - e.begin, " bytes of data, but dtype ", dt,
-               " and shape ", e.shape, " need ", numel * e.info.file_size);
+               " and shape ", e.shape, " need ", numel * info.file_size);
     entries.push_back(std::move(e));
   }
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+  std::sort(entries.begin(), entries.end(), [](const SafetensorsEntry& a, const SafetensorsEntry& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
   });
   uint64_t pos = 0;
-  for (const Entry& e : entries) {
+  for (const SafetensorsEntry& e : entries) {
     ATTN_CHECK(e.begin == pos, where, "entry '", e.name, "' starts at byte ", e.begin, " but the previous "
                "entry ends at ", pos, " (offsets must be contiguous and non-overlapping)");
     pos = e.end;
   }
   ATTN_CHECK(pos == body_size, where, "data block is ", body_size, " bytes but the entries cover ", pos);
+}
 
-  for (const Entry& e : entries) {
-    Tensor t = Tensor::empty(e.shape, e.info.dtype);
-    const uint8_t* src = body + e.begin;
-    if (e.info.f16) {
-      float* d = t.data<float>();
-      for (int64_t i = 0; i < t.numel(); ++i) {
-        uint16_t h;
-        std::memcpy(&h, src + 2 * i, 2);
-        d[i] = half_to_float(h);
-      }
-    } else if (e.end > e.begin) {
-      std::memcpy(t.raw_data(), src, e.end - e.begin);
+// The 8-byte header length of a file of `size` bytes whose first min(size, 8) bytes are `first`.
+uint64_t header_length(const uint8_t* first, uint64_t size, const std::string& where) {
+  ATTN_CHECK(size >= 8, where, "file is ", size, " bytes, too short for the 8-byte header length");
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | first[i];
+  ATTN_CHECK(n <= size - 8, where, "header length ", n, " runs past the end of the file (", size,
+             " bytes)");
+  ATTN_CHECK(n >= 2, where, "header length ", n, " is too short for a JSON object");
+  return n;
+}
+
+// An entry's tensor from its file bytes `src` (widening F16).
+void fill(Tensor& t, const SafetensorsEntry& e, const uint8_t* src) {
+  if (e.f16) {
+    float* d = t.data<float>();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      uint16_t h;
+      std::memcpy(&h, src + 2 * i, 2);
+      d[i] = half_to_float(h);
     }
+  } else if (e.end > e.begin) {
+    std::memcpy(t.raw_data(), src, e.end - e.begin);
+  }
+}
+
+}  // namespace
+
+SafetensorsFile parse_safetensors(const uint8_t* data, size_t size, const std::string& what) {
+  const std::string where = "safetensors '" + what + "': ";
+  const uint64_t n = header_length(data, size, where);
+  const uint8_t* body = data + 8 + n;
+  SafetensorsFile out;
+  std::vector<SafetensorsEntry> entries;
+  parse_header(reinterpret_cast<const char*>(data + 8), n, size - 8 - n, where, out.metadata, entries);
+  for (const SafetensorsEntry& e : entries) {
+    Tensor t = Tensor::empty(e.shape, e.dtype);
+    fill(t, e, body + e.begin);
     out.tensors.emplace_back(e.name, std::move(t));
   }
   return out;
 }
 
-SafetensorsFile load_safetensors(const std::string& path) {
+namespace {
+// pread until `n` bytes are in or the file ends; false on a short read or an error (errno kept).
+bool read_at(int fd, void* dst, size_t n, uint64_t offset) {
+  auto* p = static_cast<uint8_t*>(dst);
+  while (n > 0) {
+    const ssize_t r = ::pread(fd, p, n, off_t(offset));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      if (r == 0) errno = 0;
+      return false;
+    }
+    p += r;
+    n -= size_t(r);
+    offset += uint64_t(r);
+  }
+  return true;
+}
+}  // namespace
+
+SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
   std::error_code ec;
   ATTN_CHECK(!std::filesystem::is_directory(path, ec), "safetensors: expected a file, but '", path,
              "' is a directory");
-  std::ifstream f(path, std::ios::binary);
-  ATTN_CHECK(f.good(), "safetensors: cannot open '", path, "': ", std::strerror(errno));
-  f.seekg(0, std::ios::end);
-  const std::streamoff size = f.tellg();
-  f.seekg(0);
-  std::string buf(size_t(std::max<std::streamoff>(size, 0)), '\0');
-  f.read(buf.data(), size);
-  ATTN_CHECK(f.good() || size == 0, "safetensors: read of '", path, "' failed");
-  return parse_safetensors(reinterpret_cast<const uint8_t*>(buf.data()), buf.size(), path);
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ATTN_CHECK(fd_ >= 0, "safetensors: cannot open '", path, "': ", std::strerror(errno));
+  try {
+    struct stat st {};
+    ATTN_CHECK(::fstat(fd_, &st) == 0, "safetensors: read of '", path, "' failed");
+    const uint64_t size = uint64_t(std::max<off_t>(st.st_size, 0));
+    const std::string where = "safetensors '" + path + "': ";
+    uint8_t first[8] = {};
+    ATTN_CHECK(read_at(fd_, first, size_t(std::min<uint64_t>(size, 8)), 0), "safetensors: read of '", path,
+               "' failed");
+    const uint64_t n = header_length(first, size, where);
+    std::string header(size_t(n), '\0');
+    ATTN_CHECK(read_at(fd_, header.data(), header.size(), 8), "safetensors: read of '", path, "' failed");
+    data_start_ = 8 + n;
+    parse_header(header.data(), n, size - 8 - n, where, metadata_, entries_);
+  } catch (...) {
+    ::close(fd_);
+    throw;
+  }
+}
+
+SafetensorsReader::~SafetensorsReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+SafetensorsReader::SafetensorsReader(SafetensorsReader&& o) noexcept
+    : path_(std::move(o.path_)), fd_(std::exchange(o.fd_, -1)), data_start_(o.data_start_),
+      metadata_(std::move(o.metadata_)), entries_(std::move(o.entries_)) {}
+
+const SafetensorsEntry* SafetensorsReader::find(const std::string& name) const {
+  for (const SafetensorsEntry& e : entries_)
+    if (e.name == name) return &e;
+  return nullptr;
+}
+
+Tensor SafetensorsReader::read(size_t i) const {
+  ATTN_CHECK(i < entries_.size(), "safetensors '", path_, "': expected an entry index below ", entries_.size(),
+             ", got ", i);
+  ATTN_CHECK(fd_ >= 0, "safetensors '", path_, "': the reader was moved from");
+  const SafetensorsEntry& e = entries_[i];
+  Tensor t = Tensor::empty(e.shape, e.dtype);
+  const size_t nb = size_t(e.end - e.begin);
+  if (nb == 0) return t;
+  if (e.f16) {
+    std::vector<uint8_t> buf(nb);
+    ATTN_CHECK(read_at(fd_, buf.data(), nb, data_start_ + e.begin), "safetensors '", path_, "': read of entry '",
+               e.name, "' (", nb, " bytes at ", data_start_ + e.begin, ") failed: ",
+               errno ? std::strerror(errno) : "the file is shorter than its header says (changed while open?)");
+    fill(t, e, buf.data());
+  } else {
+    ATTN_CHECK(read_at(fd_, t.raw_data(), nb, data_start_ + e.begin), "safetensors '", path_,
+               "': read of entry '", e.name, "' (", nb, " bytes at ", data_start_ + e.begin, ") failed: ",
+               errno ? std::strerror(errno) : "the file is shorter than its header says (changed while open?)");
+  }
+  return t;
+}
+
+Tensor SafetensorsReader::read(const std::string& name) const {
+  for (size_t i = 0; i < entries_.size(); ++i)
+    if (entries_[i].name == name) return read(i);
+  fail("safetensors '", path_, "': expected an entry '", name, "', but the file has none by that name");
+}
+
+SafetensorsFile load_safetensors(const std::string& path) {
+  // Header first, then each tensor straight into its own storage: no copy of the whole file is held.
+  SafetensorsReader r(path);
+  SafetensorsFile out;
+  out.metadata = r.metadata();
+  out.tensors.reserve(r.entries().size());
+  for (size_t i = 0; i < r.entries().size(); ++i) out.tensors.emplace_back(r.entries()[i].name, r.read(i));
+  return out;
 }
 
 std::string serialize_safetensors(const TensorList& tensors, const Metadata& metadata) {

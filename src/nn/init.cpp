@@ -20,12 +20,21 @@ Tensor fill_from(Tensor t, const Tensor& values) {
   return t;
 }
 DType draw_dtype(const Tensor& t) { return t.dtype() == DType::f64 ? DType::f64 : DType::f32; }
-thread_local int skip_depth = 0;
+thread_local int skip_depth = 0, unfilled_depth = 0;
+// Under a SkipRandomInit: zeros, or t untouched for Fill::none.
+Tensor skipped(Tensor t) { return unfilled_depth > 0 ? t : zeros_(std::move(t)); }
 }  // namespace
 
-SkipRandomInit::SkipRandomInit() { ++skip_depth; }
-SkipRandomInit::~SkipRandomInit() { --skip_depth; }
+SkipRandomInit::SkipRandomInit(Fill fill) : fill_(fill) {
+  ++skip_depth;
+  if (fill_ == Fill::none) ++unfilled_depth;
+}
+SkipRandomInit::~SkipRandomInit() {
+  --skip_depth;
+  if (fill_ == Fill::none) --unfilled_depth;
+}
 bool random_init_skipped() { return skip_depth > 0; }
+bool random_init_leaves_unfilled() { return skip_depth > 0 && unfilled_depth > 0; }
 
 std::pair<int64_t, int64_t> fan_in_and_fan_out(const Tensor& t) {
   ATTN_CHECK(t.defined() && t.dim() >= 2,
@@ -49,20 +58,20 @@ Tensor constant_(Tensor t, double value) {
 Tensor uniform_(Tensor t, Generator& g, double a, double b) {
   check_float(t, "uniform_");
   ATTN_CHECK(a <= b, "uniform_: expected a <= b, got a=", a, " b=", b);
-  if (random_init_skipped()) return zeros_(std::move(t));
+  if (random_init_skipped()) return skipped(std::move(t));
   return fill_from(t, uniform(t.shape(), a, b, g, draw_dtype(t)));
 }
 
 Tensor normal_(Tensor t, Generator& g, double mean, double std) {
   check_float(t, "normal_");
   ATTN_CHECK(std >= 0, "normal_: expected std >= 0, got ", std);
-  if (random_init_skipped()) return zeros_(std::move(t));
+  if (random_init_skipped()) return skipped(std::move(t));
   return fill_from(t, normal(t.shape(), mean, std, g, draw_dtype(t)));
 }
 
 Tensor trunc_normal_(Tensor t, Generator& g, double mean, double std, double a, double b) {
   check_float(t, "trunc_normal_");
-  if (random_init_skipped()) return zeros_(std::move(t));
+  if (random_init_skipped()) return skipped(std::move(t));
   return fill_from(t, trunc_normal(t.shape(), mean, std, a, b, g, draw_dtype(t)));
 }
 

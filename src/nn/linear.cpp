@@ -57,4 +57,19 @@ int64_t convert_linear_weights_to_bf16(Module& m) {
   return saved;
 }
 
+int64_t make_linear_weights_bf16(Module& m) {
+  int64_t saved = 0;
+  std::vector<std::pair<std::string, Module*>> mods{{"", &m}};
+  for (auto& [name, mod] : m.named_modules()) mods.emplace_back(name, mod.get());
+  for (auto& [name, mod] : mods) {
+    auto* l = dynamic_cast<Linear*>(mod);
+    if (!l || l->weight.dtype() == DType::bf16) continue;
+    ATTN_CHECK(l->weight.dtype() == DType::f32, "make_linear_weights_bf16: ", name.empty() ? "<root>" : name,
+               ".weight is ", dtype_name(l->weight.dtype()), ", expected f32");
+    saved += l->weight.numel() * 2;
+    l->weight = Tensor::empty(l->weight.shape(), DType::bf16);   // the (untouched) f32 storage goes here
+  }
+  return saved;
+}
+
 }  // namespace attn::nn

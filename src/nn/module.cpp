@@ -1,6 +1,8 @@
 // nn::Module: registration, traversal, train/eval, state dicts and the parameter table.
 #include "attn/nn/module.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <iomanip>
 #include <map>
@@ -150,9 +152,17 @@ std::string join_limited(const std::vector<std::string>& items, size_t max_liste
 }  // namespace
 
 std::string Module::state_dict_mismatch(const io::TensorList& sd, bool strict, size_t max_listed) const {
+  ShapeList shapes;
+  shapes.reserve(sd.size());
+  for (const auto& [name, t] : sd)
+    shapes.emplace_back(name, t.defined() ? std::optional<Shape>(t.shape()) : std::nullopt);
+  return shape_mismatch(shapes, strict, max_listed);
+}
+
+std::string Module::shape_mismatch(const ShapeList& sd, bool strict, size_t max_listed) const {
   const io::TensorList mine = state_dict();
-  std::map<std::string, const Tensor*> given;
-  for (const auto& [name, t] : sd) given.emplace(name, &t);
+  std::map<std::string, const std::optional<Shape>*> given;
+  for (const auto& [name, s] : sd) given.emplace(name, &s);
   std::set<std::string> expected;
   std::vector<std::string> missing, unexpected, misshaped;
   for (const auto& [name, t] : mine) {
@@ -160,13 +170,13 @@ std::string Module::state_dict_mismatch(const io::TensorList& sd, bool strict, s
     auto it = given.find(name);
     if (it == given.end()) {
       missing.push_back(name);
-    } else if (!it->second->defined() || it->second->shape() != t.shape()) {
+    } else if (!it->second->has_value() || **it->second != t.shape()) {
       misshaped.push_back(name + " (model " + shape_str(t.shape()) + ", state dict " +
-                          (it->second->defined() ? shape_str(it->second->shape()) : "undefined") + ")");
+                          (it->second->has_value() ? shape_str(**it->second) : "undefined") + ")");
     }
   }
   std::set<std::string> reported;
-  for (const auto& [name, t] : sd)
+  for (const auto& [name, s] : sd)
     if (!expected.count(name) && reported.insert(name).second) unexpected.push_back(name);
   if (!strict) missing.clear(), unexpected.clear();
   if (missing.empty() && unexpected.empty() && misshaped.empty()) return "";
@@ -190,6 +200,45 @@ void Module::load_state_dict(const io::TensorList& sd, bool strict) {
     auto it = given.find(name);
     if (it == given.end()) continue;  // non-strict
     t.copy_(*it->second);  // converts the dtype (a bf16 checkpoint into an f32 model)
+  }
+}
+
+void Module::load_state_dict_releasing(io::TensorList& sd, bool strict) {
+  const std::string why = state_dict_mismatch(sd, strict);
+  if (!why.empty()) fail("load_state_dict: ", why);
+  // As load_state_dict: the first entry of a repeated key is the one copied.
+  std::map<std::string, Tensor> mine;
+  for (auto& [name, t] : state_dict()) mine.emplace(name, std::move(t));
+  std::set<std::string> done;
+  NoGradGuard ng;
+  for (auto& [name, t] : sd) {
+    auto it = mine.find(name);
+    if (it != mine.end() && done.insert(name).second) it->second.copy_(t);
+    t = Tensor();   // dropped now, not when the whole list goes
+  }
+}
+
+void Module::load_safetensors_streamed(const io::SafetensorsReader& file, bool strict,
+                                       const std::string& skip_prefix) {
+  auto skipped = [&](const std::string& name) { return !skip_prefix.empty() && name.starts_with(skip_prefix); };
+  ShapeList shapes;
+  for (const io::SafetensorsEntry& e : file.entries())
+    if (!skipped(e.name)) shapes.emplace_back(e.name, e.shape);
+  const std::string why = shape_mismatch(shapes, strict);
+  if (!why.empty()) fail("load_state_dict: '", file.path(), "': ", why);
+  std::map<std::string, Tensor> mine;
+  for (auto& [name, t] : state_dict()) mine.emplace(name, std::move(t));
+  std::set<std::string> done;
+  NoGradGuard ng;
+  for (size_t i = 0; i < file.entries().size(); ++i) {
+    const std::string& name = file.entries()[i].name;
+    if (skipped(name)) continue;
+    auto it = mine.find(name);
+    if (it == mine.end() || !done.insert(name).second) continue;   // non-strict: not the model's
+    it->second.copy_(file.read(i));   // converts the dtype; the f32 source is dropped at once
+    // Its pages back to the OS: the heap keeps freed memory resident otherwise (src/core/tensor.cpp's
+    // mallopt), and a later, larger tensor may not fit the hole.
+    if (file.entries()[i].end - file.entries()[i].begin >= (uint64_t(1) << 20)) malloc_trim(0);
   }
 }
 

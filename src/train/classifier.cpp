@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include "attn/autograd/grad_mode.h"
 #include "attn/core/parallel.h"
@@ -17,6 +18,7 @@
 #include "attn/io/checkpoint.h"
 #include "attn/models/vit.h"
 #include "attn/nn/init.h"
+#include "attn/nn/linear.h"
 #include "attn/ops/loss.h"
 #include "attn/ops/reduce.h"
 #include "attn/optim/adam.h"
@@ -168,20 +170,49 @@ EvalResult evaluate(models::ImageClassifier& model, const data::Dataset& ds, con
   return r;
 }
 
-std::shared_ptr<models::ImageClassifier> load_classifier(const std::string& checkpoint) {
-  nlohmann::json meta = io::read_checkpoint_metadata(checkpoint);
-  ATTN_CHECK(meta.contains("config") && meta["config"].is_object() && meta["config"].contains("model"),
+std::shared_ptr<models::ImageClassifier> load_classifier(const std::string& checkpoint, DType linear_dtype) {
+  // Streamed: the header first (metadata, names, shapes), then one tensor at a time into the model, so
+  // the peak is the model (in its final dtypes) plus one tensor. Messages as io::load_checkpoint's.
+  ATTN_CHECK(linear_dtype == DType::f32 || linear_dtype == DType::bf16, "load: expected the Linear weights' dtype "
+             "f32 or bf16, got ", dtype_name(linear_dtype));
+  std::optional<io::SafetensorsReader> file;
+  try {
+    file.emplace(checkpoint);
+  } catch (const Error& e) {
+    fail("load_checkpoint: cannot read '", checkpoint, "': ", e.what());
+  }
+  const io::Metadata& md = file->metadata();
+  auto fmt = md.find("format");
+  ATTN_CHECK(fmt != md.end(), "load_checkpoint: '", checkpoint,
+             "' is not an attn checkpoint (its metadata has no \"format\")");
+  ATTN_CHECK(fmt->second == io::kCheckpointFormat, "load_checkpoint: '", checkpoint,
+             "' is not an attn checkpoint (format \"", fmt->second, "\", expected \"", io::kCheckpointFormat, "\")");
+  auto cfg_it = md.find("config");
+  nlohmann::json cfg = cfg_it == md.end() ? nlohmann::json()
+                                          : nlohmann::json::parse(cfg_it->second, nullptr, /*allow_exceptions=*/false);
+  ATTN_CHECK(cfg.is_object() && cfg.contains("model"),
              "load: checkpoint '", checkpoint, "' has no model config (expected __metadata__.config with a "
              "\"model\" name)");
-  const nlohmann::json& cfg = meta["config"];
   std::shared_ptr<models::ImageClassifier> model;
   {
-    nn::init::SkipRandomInit skip;   // the strict load below overwrites every parameter
+    nn::init::SkipRandomInit skip(nn::init::SkipRandomInit::Fill::none);   // the strict load below overwrites every parameter
     model = models::create_model(cfg["model"].get<std::string>(), cfg);
   }
-  io::load_checkpoint(checkpoint, *model, nullptr);
+  // Before the copy, so that it converts f32 -> bf16 one tensor at a time.
+  if (linear_dtype == DType::bf16) nn::make_linear_weights_bf16(*model);
+  const std::string optim_prefix = "optim.";
+  nn::Module::ShapeList shapes;
+  for (const io::SafetensorsEntry& e : file->entries())
+    if (!e.name.starts_with(optim_prefix)) shapes.emplace_back(e.name, e.shape);
+  const std::string why = model->shape_mismatch(shapes, /*strict=*/true, /*max_listed=*/5);
+  if (!why.empty()) fail("load_checkpoint: '", checkpoint, "' is for another model: ", why);
+  model->load_safetensors_streamed(*file, /*strict=*/true, optim_prefix);   // checked above: cannot fail now
   model->eval();
   return model;
+}
+
+std::shared_ptr<models::ImageClassifier> load_classifier(const std::string& checkpoint) {
+  return load_classifier(checkpoint, DType::f32);
 }
 
 TrainResult train_classifier(const TrainConfig& cfg_in) {

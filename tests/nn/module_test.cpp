@@ -450,3 +450,35 @@ TEST(Init, SkipRandomInitZeroFillsAndLeavesTheGeneratorAlone) {
   EXPECT_TENSOR_NEAR(b->bias, a.bias, 0, 0);
   std::remove(path.c_str());
 }
+
+// Fill::none (strict loads): the random initialisers leave the tensor as it was, constant fills still
+// apply, the generator does not move; a zero-filling guard nested inside does not undo it.
+TEST(Init, SkipRandomInitFillNoneLeavesTensorsUntouched) {
+  Generator g(22);
+  const uint64_t offset = g.offset();
+  Tensor t = Tensor::full({16, 8}, 5.0f);
+  {
+    nn::init::SkipRandomInit skip(nn::init::SkipRandomInit::Fill::none);
+    EXPECT_TRUE(nn::init::random_init_leaves_unfilled());
+    nn::init::trunc_normal_(t, g, 0.0, 0.02);
+    nn::init::kaiming_uniform_(t, g, std::sqrt(5.0));
+    nn::init::xavier_uniform_(t, g);
+    nn::init::uniform_(t, g, -1.0, 1.0);
+    nn::init::normal_(t, g, 1.0, 2.0);
+    EXPECT_EQ(max(neg(t)).item(), -5.0);
+    EXPECT_EQ(max(t).item(), 5.0);
+    {
+      nn::init::SkipRandomInit nested;
+      nn::init::normal_(t, g, 0.0, 1.0);
+      EXPECT_EQ(max(t).item(), 5.0);
+    }
+    nn::init::zeros_(t);
+    EXPECT_EQ(max(abs(t)).item(), 0.0);
+    EXPECT_EQ(g.offset(), offset);
+  }
+  EXPECT_FALSE(nn::init::random_init_leaves_unfilled());
+  {
+    nn::init::SkipRandomInit zeros;
+    EXPECT_FALSE(nn::init::random_init_leaves_unfilled());
+  }
+}

@@ -10,6 +10,10 @@
 //   io::ForeignVitOptions o;  o.model = "deit_tiny_distilled_patch16_224";  o.image_size = 384;
 //   auto vit = io::load_foreign_vit(io::load_safetensors("deit.safetensors"), o).model;
 //
+//   // Streamed from the file, one layer at a time, into bf16 Linear weights:
+//   o.linear_dtype = DType::bf16;
+//   auto vit16 = io::load_foreign_vit(io::SafetensorsReader("deit.safetensors"), o).model;
+//
 // Layouts:
 //   timm         identity ("module." prefixes dropped; a 2-d patch_embed.proj.weight reshaped to the
 //                conv; pre_logits.* dropped when the model has no representation layer, as timm's
@@ -25,8 +29,11 @@
 //                self_attention.in_proj_{weight,bias} (packed q, k, v = attn.qkv), self_attention.
 //                out_proj, ln_2, mlp.0, mlp.3}, encoder.ln, heads.head, heads.pre_logits.
 #pragma once
+#include <functional>
 #include <memory>
 #include <optional>
+#include <utility>
+#include <vector>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -57,6 +64,10 @@ TensorList strip_module_prefix(const TensorList& sd);
 // The tensors of a file plus the aliases tools/pth_to_safetensors.py recorded in __metadata__
 // ("aliases": {"dropped key": "kept key"}) for tensors that shared storage.
 TensorList with_aliases(const SafetensorsFile& f);
+// The (dropped key, kept key) pairs of a file's "aliases" metadata, checked: each kept key is one
+// `has(key)` knows (with_aliases' checks and messages).
+std::vector<std::pair<std::string, std::string>> alias_pairs(const Metadata& metadata,
+                                                             const std::function<bool(const std::string&)>& has);
 
 // A Hugging Face ViTConfig / DeiTConfig (config.json) as a VitConfig: hidden_size, num_hidden_layers,
 // num_attention_heads, intermediate_size, image_size, patch_size, num_channels, layer_norm_eps,
@@ -71,6 +82,9 @@ struct ForeignVitOptions {
   nlohmann::json hf_config;                               // config.json (null: none)
   int64_t image_size = 0;                                 // > 0: the model's image size
   bool strict = true;
+  // bf16: every Linear weight is made bf16 before the weights are copied in (nn::make_linear_weights_bf16),
+  // so they are converted tensor by tensor (predict/bench --dtype bf16).
+  DType linear_dtype = DType::f32;
 };
 
 struct ForeignVit {
@@ -84,5 +98,12 @@ struct ForeignVit {
 // loads strictly: one attn::Error naming the layout and listing every missing, unexpected and
 // mis-shaped key.
 ForeignVit load_foreign_vit(const TensorList& sd, const ForeignVitOptions& o);
+// The same, streamed from a file (with its aliases): the tensors are read one layer at a time (the
+// keys sharing their first numbered component, e.g. "encoder.layer.3", so HF's q/k/v pack), renamed,
+// copied into the model and dropped; the keys outside any layer (embeddings, norm, head) form one more
+// group. Peak memory: the model (in its final dtypes) plus one layer's source tensors. The checks and
+// messages are those of the TensorList version (the strict report comes once every group is read; the
+// model is then discarded).
+ForeignVit load_foreign_vit(const SafetensorsReader& file, const ForeignVitOptions& o);
 
 }  // namespace attn::io

@@ -38,13 +38,22 @@ Tensor kaiming_uniform_(Tensor t, Generator& g, double a = 0.0);
 //
 //   { nn::init::SkipRandomInit skip; model = models::create_model(name, cfg); }
 //   io::load_checkpoint(path, *model, nullptr);   // strict: every parameter comes from the file
+//
+// SkipRandomInit(SkipRandomInit::Fill::none) leaves the tensors as allocated instead (contents
+// unspecified, pages never touched): for a strict load only, where it keeps the load's peak memory
+// at the model in its final dtype — a zero fill makes every f32 weight resident before the load,
+// even those about to be replaced by bf16 ones (ViT-B: 337 MB).
 class SkipRandomInit {
  public:
-  SkipRandomInit();
+  enum class Fill { zeros, none };
+  explicit SkipRandomInit(Fill fill = Fill::zeros);
   ~SkipRandomInit();
   SkipRandomInit(const SkipRandomInit&) = delete;
   SkipRandomInit& operator=(const SkipRandomInit&) = delete;
+ private:
+  Fill fill_;
 };
 bool random_init_skipped();
+bool random_init_leaves_unfilled();   // inside a SkipRandomInit(Fill::none)
 
 }  // namespace attn::nn::init

@@ -18,6 +18,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -71,6 +72,22 @@ class Module {
   // The mismatch report load_state_dict would give ("" when `sd` loads), listing at most
   // `max_listed` keys of each kind (0: all).
   std::string state_dict_mismatch(const io::TensorList& sd, bool strict = true, size_t max_listed = 0) const;
+  // The same report for a state dict known by names and shapes only (nullopt: an undefined tensor),
+  // e.g. from a safetensors header before any tensor is read.
+  using ShapeList = std::vector<std::pair<std::string, std::optional<Shape>>>;
+  std::string shape_mismatch(const ShapeList& shapes, bool strict = true, size_t max_listed = 0) const;
+
+  // load_state_dict that consumes `sd`: each entry is reset once copied, so a source's storage is
+  // freed as soon as nothing else holds it (the peak is the module plus what the caller still holds,
+  // not the module plus the whole state dict). Checks everything first, as load_state_dict.
+  void load_state_dict_releasing(io::TensorList& sd, bool strict = true);
+  // Streams a safetensors file into the module: the keys and shapes are checked from the header
+  // first (the load_state_dict report; keys starting with a non-empty `skip_prefix` are left out,
+  // as a checkpoint's "optim." state), then one tensor at a time is read and copied into its
+  // parameter or buffer (converting the dtype: f32 weights into bf16 Linear weights) and dropped.
+  // Peak memory: the module plus one tensor.
+  void load_safetensors_streamed(const io::SafetensorsReader& file, bool strict = true,
+                                 const std::string& skip_prefix = "");
 
   // One line per parameter (name, shape, count) and a total line (used by `attn info`).
   std::string parameter_table() const;

@@ -97,6 +97,9 @@ TrainResult train_classifier(const TrainConfig& cfg);
 
 // The model of a checkpoint, rebuilt from its config and loaded (strict).
 std::shared_ptr<models::ImageClassifier> load_classifier(const std::string& checkpoint);
+// The same, streamed (one tensor at a time from the file) into a model whose Linear weights are
+// `linear_dtype` (DType::bf16: converted tensor by tensor, the f32 copy never held whole).
+std::shared_ptr<models::ImageClassifier> load_classifier(const std::string& checkpoint, DType linear_dtype);
 
 // Accuracy and mean cross-entropy on a dataset (eval mode, no grad), normalised as in training.
 EvalResult evaluate(models::ImageClassifier& model, const data::Dataset& ds, const std::vector<float>& mean,

@@ -1,7 +1,12 @@
 // Layout detection, dispatch to the per-layout maps, and load_foreign_vit (model construction,
 // position-embedding resampling, strict load with one error naming the layout).
+#include <malloc.h>
+
+#include <cctype>
 #include <cmath>
+#include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "attn/autograd/grad_mode.h"
@@ -9,6 +14,7 @@
 #include "attn/io/name_maps.h"
 #include "attn/io/pos_resample.h"
 #include "attn/nn/init.h"
+#include "attn/nn/linear.h"
 
 namespace attn::io {
 
@@ -54,10 +60,11 @@ TensorList strip_module_prefix(const TensorList& sd) {
   return out;
 }
 
-TensorList with_aliases(const SafetensorsFile& f) {
-  TensorList out = f.tensors;
-  auto it = f.metadata.find("aliases");
-  if (it == f.metadata.end()) return out;
+std::vector<std::pair<std::string, std::string>> alias_pairs(const Metadata& metadata,
+                                                             const std::function<bool(const std::string&)>& has) {
+  std::vector<std::pair<std::string, std::string>> out;
+  auto it = metadata.find("aliases");
+  if (it == metadata.end()) return out;
   nlohmann::json a;
   try {
     a = nlohmann::json::parse(it->second);
@@ -67,10 +74,17 @@ TensorList with_aliases(const SafetensorsFile& f) {
   ATTN_CHECK(a.is_object(), "convert: __metadata__ 'aliases' must map dropped keys to kept keys, got ", a.dump());
   for (const auto& [dup, kept] : a.items()) {
     ATTN_CHECK(kept.is_string(), "convert: alias '", dup, "' must name a kept key, got ", kept.dump());
-    const Tensor* t = f.find(kept.get<std::string>());
-    ATTN_CHECK(t, "convert: alias '", dup, "' names '", kept.get<std::string>(), "', which is not in the file");
-    out.emplace_back(dup, *t);
+    ATTN_CHECK(has(kept.get<std::string>()), "convert: alias '", dup, "' names '", kept.get<std::string>(),
+               "', which is not in the file");
+    out.emplace_back(dup, kept.get<std::string>());
   }
+  return out;
+}
+
+TensorList with_aliases(const SafetensorsFile& f) {
+  TensorList out = f.tensors;
+  for (const auto& [dup, kept] : alias_pairs(f.metadata, [&](const std::string& k) { return f.find(k) != nullptr; }))
+    out.emplace_back(dup, *f.find(kept));
   return out;
 }
 
@@ -103,13 +117,11 @@ TensorList to_attn_names(const TensorList& sd, WeightFormat f) {
   return s;
 }
 
-ForeignVit load_foreign_vit(const TensorList& sd, const ForeignVitOptions& o) {
-  ForeignVit r;
-  r.format = o.format ? *o.format : detect_weight_format(sd);
-  const char* layout = weight_format_name(r.format);
-  TensorList w = to_attn_names(sd, r.format);
+namespace {
 
-  // The model: registry defaults, the HF config, the overrides, the image size.
+// The model load_foreign_vit builds: registry defaults, the HF config, the overrides, the image size;
+// its Linear weights in o.linear_dtype. `w`: the weights under attn's names (their keys only).
+std::shared_ptr<models::VisionTransformer> build_model(const TensorList& w, const ForeignVitOptions& o) {
   const models::ModelEntry& entry = models::model_entry(o.model);
   nlohmann::json cfg = entry.defaults;
   if (!o.hf_config.is_null()) {
@@ -122,60 +134,174 @@ ForeignVit load_foreign_vit(const TensorList& sd, const ForeignVitOptions& o) {
              o.overrides.dump());
   for (const auto& [k, v] : o.overrides.items()) cfg[k] = v;
   if (o.image_size > 0) cfg["image_size"] = o.image_size;
+  ATTN_CHECK(o.linear_dtype == DType::f32 || o.linear_dtype == DType::bf16,
+             "convert: expected the Linear weights' dtype f32 or bf16, got ", dtype_name(o.linear_dtype));
   std::shared_ptr<models::ImageClassifier> base;
   {
     // A strict load overwrites every parameter: skip drawing the initial weights (seconds for ViT-B).
     std::optional<nn::init::SkipRandomInit> skip;
-    if (o.strict) skip.emplace();
+    if (o.strict) skip.emplace(nn::init::SkipRandomInit::Fill::none);
     base = models::create_model(o.model, cfg);
   }
-  r.model = std::dynamic_pointer_cast<models::VisionTransformer>(base);
-  ATTN_CHECK(r.model, "convert: model '", o.model, "' is not a ViT / DeiT (VisionTransformer)");
+  auto m = std::dynamic_pointer_cast<models::VisionTransformer>(base);
+  ATTN_CHECK(m, "convert: model '", o.model, "' is not a ViT / DeiT (VisionTransformer)");
+  // Before anything is copied: the copies then convert f32 -> bf16 one tensor at a time.
+  if (o.linear_dtype == DType::bf16) nn::make_linear_weights_bf16(*m);
+  return m;
+}
+
+// The fix-ups that need the model: timm's old linear patch embedding reshaped to the conv, timm's
+// representation layer dropped when the model has none, pos_embed resampled to the model's grid.
+// Appends (k, v) as loaded to `fixed` (or nothing, for a dropped key).
+void fix_up(const std::string& k, const Tensor& v, const TensorList& mine, const models::VisionTransformer& m,
+            ForeignVit& r, TensorList& fixed) {
+  const Tensor* target = find(mine, k);
+  if (k == "patch_embed.proj.weight" && target && v.defined() && v.dim() == 2 && target->dim() == 4 &&
+      v.numel() == target->numel()) {
+    fixed.emplace_back(k, v.reshape(target->shape()));   // timm's old linear patch embedding
+    return;
+  }
+  if (r.format == WeightFormat::timm && k.starts_with("pre_logits.") && m.cfg().representation_size == 0)
+    return;   // timm drops the representation layer the model does not have
+  if (k == "pos_embed" && target && v.defined() && v.dim() == 3 && target->dim() == 3 && v.shape() != target->shape() &&
+      v.size(0) == 1 && v.size(2) == target->size(2)) {
+    const int64_t prefix = m.num_prefix_tokens(), n_old = v.size(1) - prefix;
+    const auto g_old = int64_t(std::llround(std::sqrt(double(std::max<int64_t>(n_old, 0)))));
+    if (n_old > 0 && g_old * g_old == n_old) {
+      NoGradGuard ng;
+      fixed.emplace_back(k, resample_pos_embed(v.to(DType::f32), {g_old, g_old}, {m.grid(), m.grid()}, prefix));
+      r.pos_embed_resampled = true;
+      return;
+    }
+  }
+  fixed.emplace_back(k, v);
+}
+
+// The strict report as one error naming the layout and the model ("" from shape_mismatch: nothing).
+void check_match(const models::VisionTransformer& m, const nn::Module::ShapeList& given, const TensorList& mine,
+                 const ForeignVit& r, const ForeignVitOptions& o) {
+  std::string why = m.shape_mismatch(given, o.strict, 0);
+  if (why.empty()) return;
+  // Another architecture altogether (most keys off): name the first mismatches only.
+  std::map<std::string, const std::optional<Shape>*> g;
+  for (const auto& [k, s] : given) g.emplace(k, &s);
+  size_t off = 0;
+  for (const auto& [k, t] : mine) {
+    auto it = g.find(k);
+    off += (it == g.end() || !it->second->has_value() || **it->second != t.shape());
+  }
+  const bool other = 2 * off > mine.size();
+  if (other) why = m.shape_mismatch(given, o.strict, 4);
+  const models::VitConfig& c = m.cfg();
+  fail("convert: the weights (layout: ", weight_format_name(r.format), ") do not match model '", o.model, "' (dim ",
+       c.dim, ", depth ", c.depth, ", heads ", c.heads, ", image ", c.image_size, ", patch ", c.patch_size, ", ",
+       c.num_classes, " classes", c.distilled ? ", distilled" : "", ")",
+       other ? ", which looks like another architecture" : "", ": ", why);
+}
+
+nn::Module::ShapeList shapes_of(const TensorList& sd) {
+  nn::Module::ShapeList out;
+  out.reserve(sd.size());
+  for (const auto& [k, v] : sd) out.emplace_back(k, v.defined() ? std::optional<Shape>(v.shape()) : std::nullopt);
+  return out;
+}
+
+// The group of a file key in the streamed load: up to its first component that ends in digits
+// ("blocks.3", "vit.encoder.layer.3", "encoder.layers.encoder_layer_3"); "" outside any layer.
+std::string layer_group(const std::string& key) {
+  size_t start = 0;
+  while (start <= key.size()) {
+    size_t dot = key.find('.', start);
+    if (dot == std::string::npos) return "";   // the last component is the tensor's own name
+    if (dot > start && std::isdigit(static_cast<unsigned char>(key[dot - 1]))) return key.substr(0, dot);
+    start = dot + 1;
+  }
+  return "";
+}
+
+}  // namespace
+
+ForeignVit load_foreign_vit(const TensorList& sd, const ForeignVitOptions& o) {
+  ForeignVit r;
+  r.format = o.format ? *o.format : detect_weight_format(sd);
+  TensorList w = to_attn_names(sd, r.format);
+  r.model = build_model(w, o);
   models::VisionTransformer& m = *r.model;
   const io::TensorList mine = m.state_dict();
-
-  // Fix-ups that need the model.
   TensorList fixed;
-  for (auto& [k, v] : w) {
-    const Tensor* target = find(mine, k);
-    if (k == "patch_embed.proj.weight" && target && v.defined() && v.dim() == 2 && target->dim() == 4 &&
-        v.numel() == target->numel()) {
-      fixed.emplace_back(k, v.reshape(target->shape()));   // timm's old linear patch embedding
-      continue;
-    }
-    if (r.format == WeightFormat::timm && k.starts_with("pre_logits.") && m.cfg().representation_size == 0)
-      continue;   // timm drops the representation layer the model does not have
-    if (k == "pos_embed" && target && v.defined() && v.dim() == 3 && target->dim() == 3 && v.shape() != target->shape() &&
-        v.size(0) == 1 && v.size(2) == target->size(2)) {
-      const int64_t prefix = m.num_prefix_tokens(), n_old = v.size(1) - prefix;
-      const auto g_old = int64_t(std::llround(std::sqrt(double(std::max<int64_t>(n_old, 0)))));
-      if (n_old > 0 && g_old * g_old == n_old) {
-        NoGradGuard ng;
-        fixed.emplace_back(k, resample_pos_embed(v.to(DType::f32), {g_old, g_old}, {m.grid(), m.grid()}, prefix));
-        r.pos_embed_resampled = true;
-        continue;
-      }
-    }
-    fixed.emplace_back(k, v);
-  }
-
-  std::string why = m.state_dict_mismatch(fixed, o.strict, 0);
-  if (!why.empty()) {
-    // Another architecture altogether (most keys off): name the first mismatches only.
-    size_t off = 0;
-    for (const auto& [k, t] : mine) {
-      const Tensor* g = find(fixed, k);
-      off += (!g || !g->defined() || g->shape() != t.shape());
-    }
-    const bool other = 2 * off > mine.size();
-    if (other) why = m.state_dict_mismatch(fixed, o.strict, 4);
-    const models::VitConfig& c = m.cfg();
-    fail("convert: the weights (layout: ", layout, ") do not match model '", o.model, "' (dim ", c.dim, ", depth ",
-         c.depth, ", heads ", c.heads, ", image ", c.image_size, ", patch ", c.patch_size, ", ", c.num_classes,
-         " classes", c.distilled ? ", distilled" : "", ")", other ? ", which looks like another architecture" : "",
-         ": ", why);
-  }
+  for (auto& [k, v] : w) fix_up(k, v, mine, m, r, fixed);
+  check_match(m, shapes_of(fixed), mine, r, o);
   m.load_state_dict(fixed, o.strict);
+  return r;
+}
+
+ForeignVit load_foreign_vit(const SafetensorsReader& file, const ForeignVitOptions& o) {
+  // Every source key (aliases too) with its file entry.
+  std::vector<std::pair<std::string, size_t>> src;
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < file.entries().size(); ++i) {
+    src.emplace_back(file.entries()[i].name, i);
+    index.emplace(file.entries()[i].name, i);
+  }
+  for (const auto& [dup, kept] :
+       alias_pairs(file.metadata(), [&](const std::string& k) { return index.count(k) > 0; }))
+    src.emplace_back(dup, index.at(kept));
+
+  // The keys alone (empty tensors) decide the layout and the model.
+  ForeignVit r;
+  {
+    TensorList keys;
+    for (const auto& [k, i] : src) keys.emplace_back(k, Tensor::empty({0}));
+    r.format = o.format ? *o.format : detect_weight_format(keys);
+    r.model = build_model(to_attn_names(keys, r.format), o);
+  }
+  models::VisionTransformer& m = *r.model;
+  const io::TensorList mine = m.state_dict();
+  std::map<std::string, Tensor> targets;
+  for (const auto& [k, t] : mine) targets.emplace(k, t);
+
+  // The groups, in file order.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<size_t>> groups;   // group -> positions in src
+  for (size_t j = 0; j < src.size(); ++j) {
+    const std::string g = layer_group(src[j].first);
+    auto [it, fresh] = groups.try_emplace(g);
+    if (fresh) order.push_back(g);
+    it->second.push_back(j);
+  }
+  nn::Module::ShapeList given;
+  std::set<std::string> copied;
+  for (const std::string& g : order) {
+    TensorList fixed;
+    {
+      TensorList part;
+      std::map<size_t, Tensor> read;   // an alias shares its kept key's tensor, as with_aliases
+      for (size_t j : groups[g]) {
+        auto it = read.find(src[j].second);
+        if (it == read.end()) it = read.emplace(src[j].second, file.read(src[j].second)).first;
+        part.emplace_back(src[j].first, it->second);
+      }
+      read.clear();
+      TensorList w = to_attn_names(part, r.format);
+      part.clear();
+      for (auto& [k, v] : w) fix_up(k, v, mine, m, r, fixed);
+    }
+    NoGradGuard ng;
+    for (auto& [k, v] : fixed) {
+      given.emplace_back(k, v.defined() ? std::optional<Shape>(v.shape()) : std::nullopt);
+      auto t = targets.find(k);
+      // The first of a repeated key is the one loaded (as load_state_dict); a mismatch is reported below.
+      if (t != targets.end() && v.defined() && v.shape() == t->second.shape() && copied.insert(k).second)
+        t->second.copy_(v);
+      v = Tensor();
+    }
+    fixed.clear();
+    // Hand the group's freed source pages back now: with the mmap and trim thresholds that
+    // src/core/tensor.cpp sets for training, every tensor lives in the heap and freed memory stays
+    // resident until a trim.
+    malloc_trim(0);
+  }
+  check_match(m, given, mine, r, o);
   return r;
 }
 
