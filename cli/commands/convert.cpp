@@ -30,7 +30,9 @@ void add_convert(CLI::App& app) {
   c->add_option("--model-config", o->model_config, "JSON object of config overrides, e.g. {\"num_classes\": 10}");
   c->add_option("--out", o->out, "output attn checkpoint (.safetensors)")->required();
   c->callback([o] {
-    const io::SafetensorsFile f = io::load_safetensors(o->in);
+    // The header only: the tensors are streamed into the model one layer at a time, and the checkpoint
+    // is written tensor by tensor (the peak is the model, not the model plus the file).
+    const io::SafetensorsReader f(o->in);
     io::ForeignVitOptions opt;
     opt.model = o->model;
     if (o->format != "auto") opt.format = io::parse_weight_format(o->format);
@@ -42,8 +44,7 @@ void add_convert(CLI::App& app) {
       }
     }
     opt.image_size = o->image_size;
-    const io::TensorList sd = io::with_aliases(f);
-    const io::WeightFormat fmt = opt.format ? *opt.format : io::detect_weight_format(sd);
+    const io::WeightFormat fmt = opt.format ? *opt.format : io::detect_weight_format(f);
     opt.format = fmt;
     std::string cfg_path = o->config;
     if (cfg_path.empty() && fmt == io::WeightFormat::hf) {
@@ -64,13 +65,13 @@ void add_convert(CLI::App& app) {
       }
       if (opt.hf_config.contains("id2label")) labels = opt.hf_config["id2label"];
     }
-    io::ForeignVit r = io::load_foreign_vit(sd, opt);
+    io::ForeignVit r = io::load_foreign_vit(f, opt);
     nlohmann::json extra = {{"config", r.model->config()}, {"source_format", io::weight_format_name(fmt)},
                             {"source", o->in}};
     if (!labels.is_null()) extra["id2label"] = labels;
     io::save_checkpoint(o->out, *r.model, nullptr, extra);
     std::printf("%s (%s layout, %zu tensors) -> %s: model %s, %lld parameters%s\n", o->in.c_str(),
-                io::weight_format_name(fmt), f.tensors.size(), o->out.c_str(), o->model.c_str(),
+                io::weight_format_name(fmt), f.entries().size(), o->out.c_str(), o->model.c_str(),
                 (long long)r.model->num_parameters(), r.pos_embed_resampled ? ", position embedding resampled" : "");
   });
 }

@@ -135,16 +135,7 @@ Predictor from_foreign(const std::string& weights, const std::string& model, con
     }
   }
   opt.image_size = image_size;
-  io::WeightFormat fmt;
-  if (format == "auto") {
-    io::TensorList keys;   // detection reads the keys only
-    for (const io::SafetensorsEntry& e : f.entries()) keys.emplace_back(e.name, Tensor());
-    for (const auto& [dup, kept] : io::alias_pairs(f.metadata(), [&](const std::string& k) { return f.find(k) != nullptr; }))
-      keys.emplace_back(dup, Tensor());
-    fmt = io::detect_weight_format(keys);
-  } else {
-    fmt = io::parse_weight_format(format);
-  }
+  const io::WeightFormat fmt = format == "auto" ? io::detect_weight_format(f) : io::parse_weight_format(format);
   opt.format = fmt;
   std::string cfg_path = config;
   if (cfg_path.empty() && fmt == io::WeightFormat::hf) {   // as `attn convert`: config.json beside the weights

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -283,7 +284,9 @@ SafetensorsFile load_safetensors(const std::string& path) {
   return out;
 }
 
-std::string serialize_safetensors(const TensorList& tensors, const Metadata& metadata) {
+namespace {
+// The 8-byte length and the JSON header of `tensors`; `contig` gets their contiguous data, in order.
+std::string safetensors_prefix(const TensorList& tensors, const Metadata& metadata, std::vector<Tensor>& contig) {
   using nlohmann::ordered_json;
   ordered_json header = ordered_json::object();
   if (!metadata.empty()) {
@@ -292,7 +295,7 @@ std::string serialize_safetensors(const TensorList& tensors, const Metadata& met
     header["__metadata__"] = m;
   }
   uint64_t off = 0;
-  std::vector<Tensor> contig;
+  contig.clear();
   for (const auto& [name, t] : tensors) {
     ATTN_CHECK(name != "__metadata__", "safetensors: '__metadata__' cannot name a tensor");
     ATTN_CHECK(!header.contains(name), "safetensors: tensor name '", name, "' appears twice");
@@ -308,27 +311,35 @@ std::string serialize_safetensors(const TensorList& tensors, const Metadata& met
   uint64_t n = h.size();
   for (int i = 0; i < 8; ++i) out[i] = char((n >> (8 * i)) & 0xff);
   out += h;
-  out.reserve(out.size() + off);
-  for (const Tensor& c : contig)
-    out.append(static_cast<const char*>(c.raw_data()), size_t(c.numel()) * c.element_size());
   return out;
 }
 
-void write_file_atomic(const std::string& path, const std::string& bytes) {
+size_t nbytes(const Tensor& c) { return size_t(c.numel()) * c.element_size(); }
+
+// Writes through `fill(write)` into path + ".tmp", fsyncs and renames over `path`; on any failure the
+// temporary file is removed and `path` is left as it was.
+void write_atomic(const std::string& path, const std::function<void(const std::function<void(const void*, size_t)>&)>& fill) {
   const std::string tmp = path + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   ATTN_CHECK(fd >= 0, "write '", path, "': cannot create '", tmp, "': ", std::strerror(errno));
   size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      fail("write '", path, "': write failed after ", done, " bytes: ", std::strerror(err));
+  auto write = [&](const void* data, size_t n) {
+    const char* p = static_cast<const char*>(data);
+    size_t put = 0;
+    while (put < n) {
+      ssize_t w = ::write(fd, p + put, n - put);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) fail("write '", path, "': write failed after ", done + put, " bytes: ", std::strerror(errno));
+      put += size_t(w);
     }
-    done += size_t(w);
+    done += n;
+  };
+  try {
+    fill(write);
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     int err = errno;
@@ -341,9 +352,32 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
     fail("write '", path, "': rename failed: ", std::strerror(err));
   }
 }
+}  // namespace
 
+std::string serialize_safetensors(const TensorList& tensors, const Metadata& metadata) {
+  std::vector<Tensor> contig;
+  std::string out = safetensors_prefix(tensors, metadata, contig);
+  size_t total = out.size();
+  for (const Tensor& c : contig) total += nbytes(c);
+  out.reserve(total);
+  for (const Tensor& c : contig) out.append(static_cast<const char*>(c.raw_data()), nbytes(c));
+  return out;
+}
+
+
+
+void write_file_atomic(const std::string& path, const std::string& bytes) {
+  write_atomic(path, [&](const auto& write) { write(bytes.data(), bytes.size()); });
+}
+
+// Streamed: the header, then each tensor's bytes straight from its storage (no file-sized buffer).
 void save_safetensors(const std::string& path, const TensorList& tensors, const Metadata& metadata) {
-  write_file_atomic(path, serialize_safetensors(tensors, metadata));
+  std::vector<Tensor> contig;
+  const std::string prefix = safetensors_prefix(tensors, metadata, contig);
+  write_atomic(path, [&](const auto& write) {
+    write(prefix.data(), prefix.size());
+    for (const Tensor& c : contig) write(c.raw_data(), nbytes(c));
+  });
 }
 
 }  // namespace attn::io

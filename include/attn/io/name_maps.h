@@ -51,6 +51,8 @@ WeightFormat parse_weight_format(const std::string& s);
 // From the keys (after dropping "module." prefixes); throws listing the first keys when no
 // layout matches.
 WeightFormat detect_weight_format(const TensorList& sd);
+// The same from a file's header (its keys and the "aliases" metadata), reading no tensor.
+WeightFormat detect_weight_format(const SafetensorsReader& file);
 
 // One map per layout (src/io/name_maps/*.cpp). Unknown keys pass through unchanged, so a strict
 // load reports them as unexpected.

@@ -88,6 +88,14 @@ TensorList with_aliases(const SafetensorsFile& f) {
   return out;
 }
 
+WeightFormat detect_weight_format(const SafetensorsReader& file) {
+  TensorList keys;   // names only: detection never looks at the values
+  for (const SafetensorsEntry& e : file.entries()) keys.emplace_back(e.name, Tensor());
+  for (const auto& [dup, kept] : alias_pairs(file.metadata(), [&](const std::string& k) { return file.find(k) != nullptr; }))
+    keys.emplace_back(dup, Tensor());
+  return detect_weight_format(keys);
+}
+
 WeightFormat detect_weight_format(const TensorList& sd_in) {
   const TensorList sd = strip_module_prefix(sd_in);
   bool tv = false, hf = false, timm = false;
