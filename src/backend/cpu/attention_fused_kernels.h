@@ -30,6 +30,10 @@ struct AttnOps {
   static constexpr int64_t BQ = kAttnBQ, BK = kAttnBK;
 
   static float neg_inf() { return -__builtin_inff(); }
+  // Key columns of a score tile are padded to the vector width, not to kAttnPad (the widest ISA's):
+  // at T = 50 under AVX2 that is 56 columns instead of 64, an eighth less of the QKᵀ product and of
+  // the exponentials for the padding alone.
+  static int64_t lane_pad(int64_t n) { return (n + W - 1) / W * W; }
   static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
   static int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
 
@@ -236,7 +240,7 @@ struct AttnOps {
     const int64_t jend = horizon(i0 + nrows - 1);
     float keep[BK];
     for (int64_t j0 = 0; j0 < jend; j0 += BK) {
-      const int64_t nk = imin(BK, g.Tk - j0), nkp = attn_pad(nk);
+      const int64_t nk = imin(BK, g.Tk - j0), nkp = lane_pad(nk);
       for (int64_t j = 0; j < nk; ++j) {
         const float* kr = k + (j0 + j) * g.k_st;
         for (int64_t d = 0; d < HS; ++d) Kt[d * BK + j] = kr[d];
@@ -327,7 +331,7 @@ struct AttnOps {
     float keep[BK];
 
     for (int64_t kb = kb0; kb < kb1; ++kb) {
-      const int64_t j0 = kb * BK, nk = imin(BK, g.Tk - j0), nkp = attn_pad(nk);
+      const int64_t j0 = kb * BK, nk = imin(BK, g.Tk - j0), nkp = lane_pad(nk);
       for (int64_t j = 0; j < nk; ++j) {
         const float* kr = k + (j0 + j) * g.k_st;
         const float* vr = v + (j0 + j) * g.v_st;
