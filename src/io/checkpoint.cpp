@@ -1,6 +1,8 @@
 // Checkpoints: module + optimizer state dicts and JSON metadata in one safetensors file.
 #include "attn/io/checkpoint.h"
 
+#include <optional>
+
 #include "attn/nn/module.h"
 #include "attn/optim/optimizer.h"
 
@@ -61,14 +63,18 @@ void save_checkpoint(const std::string& path, const nn::Module& module, const op
 
 nlohmann::json read_checkpoint_metadata(const std::string& path) {
   // The header only: reading every tensor to get at the metadata held a whole f32 copy of the model.
-  Metadata md;
+  std::optional<SafetensorsReader> file;
   try {
-    md = SafetensorsReader(path).metadata();
+    file.emplace(path);
   } catch (const Error& e) {
     fail("load_checkpoint: cannot read '", path, "': ", e.what());
   }
-  check_format(path, md);
-  return metadata_json(md);
+  return checkpoint_metadata(*file);
+}
+
+nlohmann::json checkpoint_metadata(const SafetensorsReader& file) {
+  check_format(file.path(), file.metadata());
+  return metadata_json(file.metadata());
 }
 
 nlohmann::json load_checkpoint(const std::string& path, nn::Module& module, optim::Optimizer* optimizer) {

@@ -41,35 +41,32 @@ Tensor Linear::forward(const Tensor& x) const {
   return linear(x, weight, bias);
 }
 
-int64_t convert_linear_weights_to_bf16(Module& m) {
+namespace {
+// Every f32 Linear weight of `m` becomes bf16: rounded from its values (keep_values) or an empty
+// tensor of its shape for a load to fill. Returns the bytes saved.
+int64_t linear_weights_to_bf16(Module& m, const char* what, bool keep_values) {
   int64_t saved = 0;
   std::vector<std::pair<std::string, Module*>> mods{{"", &m}};
   for (auto& [name, mod] : m.named_modules()) mods.emplace_back(name, mod.get());
   for (auto& [name, mod] : mods) {
     auto* l = dynamic_cast<Linear*>(mod);
     if (!l || l->weight.dtype() == DType::bf16) continue;
-    ATTN_CHECK(l->weight.dtype() == DType::f32, "convert_linear_weights_to_bf16: ", name.empty() ? "<root>" : name,
-               ".weight is ", dtype_name(l->weight.dtype()), ", expected f32");
-    Tensor w = l->weight.detach().to(DType::bf16);
+    ATTN_CHECK(l->weight.dtype() == DType::f32, what, ": ", name.empty() ? "<root>" : name, ".weight is ",
+               dtype_name(l->weight.dtype()), ", expected f32");
     saved += l->weight.numel() * 2;
-    l->weight = w;   // the f32 storage is freed here unless something else holds it
+    // The f32 storage is freed here unless something else holds it.
+    l->weight = keep_values ? l->weight.detach().to(DType::bf16) : Tensor::empty(l->weight.shape(), DType::bf16);
   }
   return saved;
 }
+}  // namespace
+
+int64_t convert_linear_weights_to_bf16(Module& m) {
+  return linear_weights_to_bf16(m, "convert_linear_weights_to_bf16", /*keep_values=*/true);
+}
 
 int64_t make_linear_weights_bf16(Module& m) {
-  int64_t saved = 0;
-  std::vector<std::pair<std::string, Module*>> mods{{"", &m}};
-  for (auto& [name, mod] : m.named_modules()) mods.emplace_back(name, mod.get());
-  for (auto& [name, mod] : mods) {
-    auto* l = dynamic_cast<Linear*>(mod);
-    if (!l || l->weight.dtype() == DType::bf16) continue;
-    ATTN_CHECK(l->weight.dtype() == DType::f32, "make_linear_weights_bf16: ", name.empty() ? "<root>" : name,
-               ".weight is ", dtype_name(l->weight.dtype()), ", expected f32");
-    saved += l->weight.numel() * 2;
-    l->weight = Tensor::empty(l->weight.shape(), DType::bf16);   // the (untouched) f32 storage goes here
-  }
-  return saved;
+  return linear_weights_to_bf16(m, "make_linear_weights_bf16", /*keep_values=*/false);
 }
 
 }  // namespace attn::nn

@@ -181,15 +181,8 @@ std::shared_ptr<models::ImageClassifier> load_classifier(const std::string& chec
   } catch (const Error& e) {
     fail("load_checkpoint: cannot read '", checkpoint, "': ", e.what());
   }
-  const io::Metadata& md = file->metadata();
-  auto fmt = md.find("format");
-  ATTN_CHECK(fmt != md.end(), "load_checkpoint: '", checkpoint,
-             "' is not an attn checkpoint (its metadata has no \"format\")");
-  ATTN_CHECK(fmt->second == io::kCheckpointFormat, "load_checkpoint: '", checkpoint,
-             "' is not an attn checkpoint (format \"", fmt->second, "\", expected \"", io::kCheckpointFormat, "\")");
-  auto cfg_it = md.find("config");
-  nlohmann::json cfg = cfg_it == md.end() ? nlohmann::json()
-                                          : nlohmann::json::parse(cfg_it->second, nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json meta = io::checkpoint_metadata(*file);
+  const nlohmann::json cfg = meta.contains("config") ? meta["config"] : nlohmann::json();
   ATTN_CHECK(cfg.is_object() && cfg.contains("model"),
              "load: checkpoint '", checkpoint, "' has no model config (expected __metadata__.config with a "
              "\"model\" name)");

@@ -36,7 +36,10 @@ void save_checkpoint(const std::string& path, const nn::Module& module, const op
 // parse as JSON (config, train_state) parsed, others as strings.
 nlohmann::json load_checkpoint(const std::string& path, nn::Module& module, optim::Optimizer* optimizer);
 
-// The metadata only (also checks the format), e.g. to build the model from "config" first.
+// The metadata only (also checks the format), e.g. to build the model from "config" first. Reads the
+// header, no tensor.
 nlohmann::json read_checkpoint_metadata(const std::string& path);
+// The same from a file already open for streaming.
+nlohmann::json checkpoint_metadata(const SafetensorsReader& file);
 
 }  // namespace attn::io
