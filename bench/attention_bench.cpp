@@ -9,17 +9,20 @@
 // median, --fused-only skips the naive path, and the "fused cpu" column (process CPU time of one
 // call, all threads; with OMP_WAIT_POLICY=PASSIVE waiting threads add little) is what the kernel
 // costs whatever else runs.
+// --shape B,NH,T,HS times only attn at that shape (fused and naive forward, fused forward +
+// backward), e.g. 256,4,50,32 for vit_fmnist_small's attention at batch 256; for profiling.
 // --rounds N (default 3) measures attn's fused kernel and PyTorch N times, alternating, and reports
 // each round's ratios and their median: this machine has slow phases lasting seconds (attn's T=4096
 // forward at 350 or 480 ms, the same binary minutes apart), and a ratio is only fair when both sides
 // run in the same phase. The naive path and the memory figures are measured once.
 //
 //   build/bench/attention_bench [--threads 2] [--reps 10] [--rounds 3] [--no-torch] [--crossover] [--min]
-//                               [--fused-only]
+//                               [--fused-only] [--shape B,NH,T,HS]
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <map>
@@ -132,6 +135,7 @@ int main(int argc, char** argv) {
   int threads = 2;
   int rounds = 3;
   bool torch = true, cross = false, naive_on = true;
+  int64_t shape[4] = {0, 0, 0, 0};
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) g_reps = std::atoi(argv[++i]);
@@ -140,8 +144,32 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--crossover")) cross = true;
     else if (!std::strcmp(argv[i], "--min")) g_min = true;
     else if (!std::strcmp(argv[i], "--fused-only")) naive_on = false;
+    else if (!std::strcmp(argv[i], "--shape") && i + 1 < argc) {
+      long v[4];
+      if (std::sscanf(argv[++i], "%ld,%ld,%ld,%ld", &v[0], &v[1], &v[2], &v[3]) != 4 || v[0] < 1 || v[1] < 1 ||
+          v[2] < 1 || v[3] < 1) {
+        std::fprintf(stderr, "attention_bench: --shape expects B,NH,T,HS (positive integers), got '%s'\n", argv[i]);
+        return 2;
+      }
+      for (int d = 0; d < 4; ++d) shape[d] = v[d];
+    }
   }
   set_num_threads(threads);
+  if (shape[0]) {
+    const int64_t B = shape[0], NH = shape[1], T = shape[2], HS = shape[3];
+    const double flop = 4.0 * double(B * NH) * double(T) * double(T) * double(HS);   // QKᵀ and PV
+    std::printf("attention B=%ld NH=%ld T=%ld HS=%ld f32, %d threads, isa %s\n", long(B), long(NH), long(T), long(HS),
+                threads, isa_name(active_isa()));
+    const double ff = fwd_ms(B, NH, T, HS, SdpaImpl::fused), fcpu = g_last_cpu_ms;
+    std::printf("  fused forward   %9.3f ms (cpu %9.3f ms)  %6.1f GFLOP/s\n", ff, fcpu, flop / ff * 1e-6);
+    if (naive_on) {
+      const double fn = fwd_ms(B, NH, T, HS, SdpaImpl::naive);
+      std::printf("  naive forward   %9.3f ms  %6.1f GFLOP/s\n", fn, flop / fn * 1e-6);
+    }
+    const double fb = fwdbwd_ms(B, NH, T, HS, SdpaImpl::fused);
+    std::printf("  fused fwd+bwd   %9.3f ms  %6.1f GFLOP/s\n", fb, 3.5 * flop / fb * 1e-6);
+    return 0;
+  }
   std::printf("attention B=1 NH=12 HS=64 f32, %d threads, isa %s\n", threads, isa_name(active_isa()));
   if (cross) {
     crossover(threads);

@@ -44,6 +44,9 @@ epochs_arg() { if [[ $# -gt 0 && "$1" =~ ^[0-9]+$ ]]; then echo "$1"; else echo 
 run_attn() {   # name model epochs seed [flags...]
   local name=$1 model=$2 epochs=$3 seed=$4
   shift 4
+  if [[ -f "$work/$name/metrics.json" ]]; then   # finished earlier: keep it (rerun by deleting the directory)
+    echo "== attn $name: done already ($work/$name/metrics.json), skipped" >&2; return 0
+  fi
   echo "== attn $name: $model, $epochs epochs, seed $seed $*" >&2
   "$attn" train --model "$model" --epochs "$epochs" --seed "$seed" --lr "${lr:-1e-3}" "${recipe[@]}" --out "$work/$name" "$@" \
     | tee "$work/$name.txt" | tail -4
@@ -92,6 +95,12 @@ case $mode in
       *) echo "fmnist_accuracy.sh: DISTILL_SIZE must be base or small, got '$DISTILL_SIZE'" >&2; exit 2 ;;
     esac
     for seed in 0 1; do
+      # The peer mode's attn run is this baseline when the model, epochs (10) and flags are the same.
+      peer_run="$work/peer-$plain-attn-s$seed"; [[ $plain = vit_fmnist ]] && peer_run="$work/peer-attn-s$seed"
+      if [[ $# -eq 0 && $epochs = 10 && -f "$peer_run/metrics.json" && ! -e "$work/$tag-none-s$seed" ]]; then
+        ln -s "$(basename "$peer_run")" "$work/$tag-none-s$seed"
+        echo "== attn $tag-none-s$seed: the peer run $peer_run is this baseline (linked)" >&2
+      fi
       run_attn "$tag-none-s$seed" "$plain" "$epochs" "$seed" "$@"
       for kind in ${DISTILL_KINDS:-soft hard}; do
         run_attn "$tag-$kind-s$seed" "$student" "$epochs" "$seed" \

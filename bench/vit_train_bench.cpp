@@ -3,6 +3,12 @@
 // in-memory batch; and its inference (eval mode, no grad) at batch 256. attn against PyTorch 1.13
 // running a torch model of the same architecture (bench/peers/vit_train.py) in the same run.
 //
+// Inference: attn runs the batch in slices (VisionTransformer::inference_chunk); PyTorch is timed whole and
+// in slices of 16 and 32 images, and its best is compared.
+// --steps 0 skips the training step (for profiling the inference alone).
+// Inference: attn runs the batch in slices (VisionTransformer::inference_chunk); PyTorch is timed whole and
+// in slices of 16 and 32 images, and its best is compared.
+// --steps 0 skips the training step (for profiling the inference alone).
 // --model vit_fmnist_small measures the 2-hour-budget ViT (D 128, heads 4, MLP 256) instead.
 //
 //   build/bench/vit_train_bench [--threads 2] [--steps 10] [--infer-reps 10] [--no-peer] [--model NAME]
@@ -55,7 +61,7 @@ int main(int argc, char** argv) {
     opt.step();
     opt.zero_grad();
   };
-  const double ms = bench::time_ms(step, steps, 2);
+  const double ms = steps > 0 ? bench::time_ms(step, steps, 2) : NAN;   // --steps 0: inference only (profiling)
   model->eval();
   Tensor xi = randn({BI, 1, 28, 28}, g);
   const double infer_ms = bench::time_ms([&] {
@@ -64,15 +70,19 @@ int main(int argc, char** argv) {
   }, infer_reps, 2);
 
   double torch_ms = NAN, torch_infer_ms = NAN;
+  int torch_chunk = 0;
+  nlohmann::json torch_by_chunk = nlohmann::json::object();
   if (peer) {
     const std::string script = std::string(ATTN_SOURCE_DIR) + "/bench/peers/vit_train.py";
     std::string out = bench::last_line(bench::run_capture(
         "OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 " + script + " --threads " + std::to_string(threads) + " --steps " +
-        std::to_string(steps) + " --infer-reps " + std::to_string(infer_reps) + " --model " + model_name));
+        std::to_string(steps) + " --infer-reps " + std::to_string(infer_reps) + " --model " + model_name + " --infer-chunks 0,16,32"));
     try {
       auto j = nlohmann::json::parse(out);
       torch_ms = j.at("ms").get<double>();
       torch_infer_ms = j.at("infer_ms").get<double>();
+      torch_chunk = j.value("infer_chunk", 0);
+      if (j.contains("infer_ms_by_chunk")) torch_by_chunk = j.at("infer_ms_by_chunk");
     } catch (...) {
       std::fprintf(stderr, "peer failed: %s\n", out.c_str());
     }
@@ -86,11 +96,17 @@ int main(int argc, char** argv) {
   std::printf("    PyTorch  %9.1f ms  %8.0f img/s  (OMP_WAIT_POLICY=PASSIVE)\n", torch_ms, B / (torch_ms * 1e-3));
   std::printf("    attn / PyTorch images/s = %.2fx\n", torch_ms / ms);
   std::printf("  inference, batch %lld (%d reps)\n", (long long)BI, infer_reps);
-  std::printf("    attn     %9.1f ms  %8.0f img/s\n", infer_ms, BI / (infer_ms * 1e-3));
-  std::printf("    PyTorch  %9.1f ms  %8.0f img/s\n", torch_infer_ms, BI / (torch_infer_ms * 1e-3));
+  const auto* vit = dynamic_cast<const models::VisionTransformer*>(model.get());
+  const long chunk = vit ? long(vit->inference_chunk()) : 0;
+  std::printf("    attn     %9.1f ms  %8.0f img/s  (slices of %ld images)\n", infer_ms, BI / (infer_ms * 1e-3), chunk);
+  std::printf("    PyTorch  %9.1f ms  %8.0f img/s  (best of whole batch / slices of 16 / 32: %s; %s)\n", torch_infer_ms,
+              BI / (torch_infer_ms * 1e-3), torch_chunk ? ("slices of " + std::to_string(torch_chunk)).c_str() : "whole",
+              torch_by_chunk.dump().c_str());
   std::printf("    attn / PyTorch images/s = %.2fx\n", torch_infer_ms / infer_ms);
   std::cout << nlohmann::json({{"bench", "vit_train"}, {"model", model_name}, {"attn_ms", ms}, {"torch_ms", torch_ms},
-                               {"attn_infer_ms", infer_ms}, {"torch_infer_ms", torch_infer_ms},
+                               {"attn_infer_ms", infer_ms}, {"attn_infer_chunk", chunk},
+                               {"torch_infer_ms", torch_infer_ms}, {"torch_infer_chunk", torch_chunk},
+                               {"torch_infer_ms_by_chunk", torch_by_chunk},
                                {"train_speedup", torch_ms / ms}, {"infer_speedup", torch_infer_ms / infer_ms}})
                    .dump()
             << std::endl;

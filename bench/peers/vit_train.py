@@ -92,6 +92,8 @@ def main():
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--infer-reps", type=int, default=10)
     p.add_argument("--model", choices=sorted(MODELS), default="vit_fmnist")
+    p.add_argument("--infer-chunks", default="0",
+                   help="comma-separated slice sizes to time the inference batch in (0: whole); infer_ms is the best")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
@@ -113,14 +115,23 @@ def main():
             ts.append((time.perf_counter() - t0) * 1e3)
     model.eval()
     xi = torch.randn(256, 1, 28, 28)
-    ti = []
+    by_chunk = {}
     with torch.no_grad():
-        for i in range(a.infer_reps + 2):
-            t0 = time.perf_counter()
-            model(xi)
-            if i >= 2:
-                ti.append((time.perf_counter() - t0) * 1e3)
-    print(json.dumps({"ms": median(ts), "infer_ms": median(ti)}))
+        for chunk in [int(c) for c in a.infer_chunks.split(",")]:
+            ti = []
+            for i in range(a.infer_reps + 2):
+                t0 = time.perf_counter()
+                if chunk > 0:
+                    for c in range(0, len(xi), chunk):
+                        model(xi[c:c + chunk])
+                else:
+                    model(xi)
+                if i >= 2:
+                    ti.append((time.perf_counter() - t0) * 1e3)
+            by_chunk[chunk] = median(ti)
+    best = min(by_chunk, key=by_chunk.get)
+    print(json.dumps({"ms": median(ts) if ts else None, "infer_ms": by_chunk[best], "infer_chunk": best,
+                      "infer_ms_by_chunk": {str(c): t for c, t in by_chunk.items()}}))
 
 
 if __name__ == "__main__":

@@ -200,3 +200,31 @@ TEST(VitModels, LargeParameterTotalsMatchTorchvision) {
   check_totals({{"vit_base_patch32_224", "vit_b_32"}, {"vit_large_patch16_224", "vit_l_16"},
                 {"vit_huge_patch14_224", "vit_h_14"}});
 }
+
+// No-grad eval inference runs the batch in slices (VisionTransformer::inference_chunk): the logits
+// equal the whole batch's, the last slice partial, and DeiT's two heads joined in order.
+TEST(VitModels, EvalInferenceInSlicesEqualsTheWholeBatch) {
+  if (std::getenv("ATTN_VIT_CHUNK")) GTEST_SKIP() << "ATTN_VIT_CHUNK is set";
+  for (const char* name : {"vit_fmnist_small", "deit_fmnist_small_distilled"}) {
+    manual_seed(5);
+    auto base = models::create_model(name);
+    auto* m = dynamic_cast<models::VisionTransformer*>(base.get());
+    ASSERT_NE(m, nullptr) << name;
+    m->eval();
+    const int64_t chunk = m->inference_chunk();
+    ASSERT_GT(chunk, 0) << name << ": a small model's inference should run in slices";
+    const int64_t B = 2 * chunk + 3;
+    Generator g(6);
+    Tensor x = randn({B, 1, 28, 28}, g);
+    auto [cls_whole, dist_whole] = m->forward_heads(x);   // grad enabled: the batch whole
+    NoGradGuard ng;
+    auto [cls, dist] = m->forward_heads(x);
+    ASSERT_EQ(cls.shape(), (Shape{B, 10})) << name;
+    EXPECT_TENSOR_NEAR(cls, cls_whole.detach(), 1e-5, 1e-5) << name << ": class head";
+    ASSERT_EQ(dist.defined(), dist_whole.defined()) << name;
+    if (dist.defined()) EXPECT_TENSOR_NEAR(dist, dist_whole.detach(), 1e-5, 1e-5) << name << ": distillation head";
+    // Images do not see each other: the second slice's second image alone gives its row.
+    auto [one, unused] = m->forward_heads(x.narrow(0, chunk + 1, 1));
+    EXPECT_TENSOR_NEAR(one, cls.narrow(0, chunk + 1, 1), 1e-5, 1e-5) << name << ": one image alone";
+  }
+}

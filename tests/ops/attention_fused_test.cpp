@@ -137,6 +137,13 @@ const std::vector<Case> kSweep = {
     {1, 1, 1023, 1, 32, 32, MK::none, false, CA::top_left},
     {1, 2, 13, 29, 13, 7, MK::float_full, false, CA::top_left},   // odd head sizes (padding)
     {1, 2, 31, 17, 3, 19, MK::bool_tq_tk, true, CA::bottom_right},
+    // Short sequences without mask, dropout or causality: the whole-row forward (fwd_short_item);
+    // ViT on 28 × 28 images is T = 50, HS = 32. HSv not a multiple of the lanes: the tiled path.
+    {2, 4, 50, 50, 32, 32, MK::none, false, CA::top_left},
+    {1, 2, 64, 64, 64, 64, MK::none, false, CA::top_left},
+    {2, 2, 7, 50, 13, 16, MK::none, false, CA::top_left},
+    {1, 1, 64, 57, 80, 80, MK::none, false, CA::top_left},
+    {1, 2, 13, 29, 16, 7, MK::none, false, CA::top_left},
 };
 
 }  // namespace
@@ -217,21 +224,24 @@ TEST(AttentionFused, StridedInputs) {
   Tensor qkv_p = qkv.permute({2, 0, 3, 1, 4});   // (3, B, NH, T, HS)
   Tensor q = qkv_p.select(0, 0), k = qkv_p.select(0, 1), v = qkv_p.select(0, 2);
   ASSERT_FALSE(q.is_contiguous());
-  SdpaOptions o;
-  o.causal = true;
-  o.impl = SdpaImpl::fused;
-  Tensor a = scaled_dot_product_attention(q, k, v, Tensor(), o).out;
-  Tensor b = scaled_dot_product_attention(q.contiguous(), k.contiguous(), v.contiguous(), Tensor(), o).out;
-  EXPECT_TENSOR_NEAR(a, b, 0, 0);
-  // A transposed head dim (no unit stride) is copied and still right.
-  Tensor qt = q.contiguous().transpose(2, 3).contiguous().transpose(2, 3);
-  EXPECT_TENSOR_NEAR(scaled_dot_product_attention(qt, k, v, Tensor(), o).out, b, 0, 0);
-  // Gradients reach the shared projection.
-  Tensor leaf = qkv.clone().requires_grad_();
-  Tensor lp = leaf.permute({2, 0, 3, 1, 4});
-  sum(scaled_dot_product_attention(lp.select(0, 0), lp.select(0, 1), lp.select(0, 2), Tensor(), o).out).backward();
-  ASSERT_TRUE(leaf.grad().defined());
-  EXPECT_EQ(leaf.grad().shape(), qkv.shape());
+  for (bool causal : {true, false}) {   // not causal: the short-sequence forward reads q and v in place
+    SCOPED_TRACE(causal ? "causal" : "not causal");
+    SdpaOptions o;
+    o.causal = causal;
+    o.impl = SdpaImpl::fused;
+    Tensor a = scaled_dot_product_attention(q, k, v, Tensor(), o).out;
+    Tensor b = scaled_dot_product_attention(q.contiguous(), k.contiguous(), v.contiguous(), Tensor(), o).out;
+    EXPECT_TENSOR_NEAR(a, b, 0, 0);
+    // A transposed head dim (no unit stride) is copied and still right.
+    Tensor qt = q.contiguous().transpose(2, 3).contiguous().transpose(2, 3);
+    EXPECT_TENSOR_NEAR(scaled_dot_product_attention(qt, k, v, Tensor(), o).out, b, 0, 0);
+    // Gradients reach the shared projection.
+    Tensor leaf = qkv.clone().requires_grad_();
+    Tensor lp = leaf.permute({2, 0, 3, 1, 4});
+    sum(scaled_dot_product_attention(lp.select(0, 0), lp.select(0, 1), lp.select(0, 2), Tensor(), o).out).backward();
+    ASSERT_TRUE(leaf.grad().defined());
+    EXPECT_EQ(leaf.grad().shape(), qkv.shape());
+  }
 }
 
 // The output is stored (B, T, NH, HS), so merging the heads is a view; a gradient in that layout (what
