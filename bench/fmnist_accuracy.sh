@@ -26,6 +26,9 @@
 # Recipe (both sides): AdamW lr 1e-3, wd 0.05, 1 warm-up epoch then cosine, label smoothing 0.1, batch 128,
 # random crop (padding 2) + horizontal flip. Extra flags after the mode's arguments go to `attn train`
 # (attn-only runs), e.g. `... budget 18 --rand-augment 2 --erase 0.25`.
+# A piece that finished earlier (its metrics.json, or the peer's final JSON line, is there) is skipped,
+# so a mode stopped part-way is continued by running it again; delete a run's directory to redo it.
+# distill reuses peer's attn runs as its no-distillation baseline when they match (10 epochs, no flags).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:?usage: bench/fmnist_accuracy.sh BUILD budget|peer|teacher|distill|summary [EPOCHS] [attn train flags]}
@@ -75,6 +78,9 @@ case $mode in
     tag=peer; [[ $model = vit_fmnist ]] || tag=peer-$model
     for seed in 0 1; do
       run_attn "$tag-attn-s$seed" "$model" 10 "$seed"
+      if tail -1 "$work/$tag-torch-s$seed.txt" 2>/dev/null | grep -q '"test_accuracy"'; then
+        echo "== torch seed $seed: done already ($work/$tag-torch-s$seed.txt), skipped" >&2; continue
+      fi
       echo "== torch seed $seed: $model, 10 epochs" >&2
       /usr/bin/python3 "$root/bench/peers/vit_fmnist_train.py" --model "$model" --train-indices "$work/train-split.txt" \
         --epochs 10 --threads 2 --augment --seed "$seed" | tee "$work/$tag-torch-s$seed.txt" | tail -2

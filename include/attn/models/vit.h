@@ -103,8 +103,8 @@ class VisionTransformer : public ImageClassifier {
   int64_t num_prefix_tokens() const { return 1 + (cfg_.distilled ? 1 : 0); }
   int64_t grid() const;   // patches per side
   // Images per slice of a no-grad eval forward (0: the batch whole); see forward_heads. From the
-  // layer sizes: small models only (a layer's weights <= 4 MiB), about 2 MiB for the widest
-  // activation per slice. The environment variable ATTN_VIT_CHUNK overrides it (0: off).
+  // layer sizes: small models only (a layer's weights <= 4 MiB, slices of >= 8 images), about 2 MiB
+  // of the widest activation per thread. The environment variable ATTN_VIT_CHUNK overrides it (0: off).
   int64_t inference_chunk() const;
 
  private:
