@@ -386,16 +386,7 @@ struct AttnOps {
     const float* k = a.k + b * g.k_sb + h * g.k_sh;
     const float* v = a.v + b * g.v_sb + h * g.v_sh;
     float* out = a.out + b * a.o_sb + h * a.o_sh;
-    int64_t j8 = 0;
-    if constexpr (W == 8) {   // AVX2: Kᵀ in 8 × 8 register transposes (a quarter of the scalar copy's time)
-      const int64_t d8 = HS / 8 * 8;
-      for (; j8 + 8 <= nk; j8 += 8) {
-        for (int64_t d = 0; d < d8; d += 8) V::transpose8x8(k + j8 * g.k_st + d, g.k_st, Kt + d * BK + j8, BK);
-        for (int64_t j = j8; j < j8 + 8; ++j)
-          for (int64_t d = d8; d < HS; ++d) Kt[d * BK + j] = k[j * g.k_st + d];
-      }
-    }
-    for (int64_t j = j8; j < nk; ++j) {
+    for (int64_t j = 0; j < nk; ++j) {
       const float* kr = k + j * g.k_st;
       for (int64_t d = 0; d < HS; ++d) Kt[d * BK + j] = kr[d];
     }

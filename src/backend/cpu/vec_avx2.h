@@ -53,28 +53,6 @@ struct VecAvx2 {
   static M gt(R a, R b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }
   static R select(M m, R a, R b) { return _mm256_blendv_ps(b, a, m); }
   static bool any(M m) { return _mm256_movemask_ps(m) != 0; }
-  // AVX2 only (no VecScalar / VecAvx512 counterpart): the 8 × 8 block at s (row stride ls) written
-  // transposed at d (row stride ld): d[i * ld + j] = s[j * ls + i]. Unpack, shuffle, 128-bit permute.
-  static void transpose8x8(const float* s, int64_t ls, float* d, int64_t ld) {
-    const R r0 = load(s), r1 = load(s + ls), r2 = load(s + 2 * ls), r3 = load(s + 3 * ls);
-    const R r4 = load(s + 4 * ls), r5 = load(s + 5 * ls), r6 = load(s + 6 * ls), r7 = load(s + 7 * ls);
-    const R t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
-    const R t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
-    const R t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
-    const R t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-    const R u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-    const R u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-    const R u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-    const R u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-    store(d, _mm256_permute2f128_ps(u0, u4, 0x20));
-    store(d + ld, _mm256_permute2f128_ps(u1, u5, 0x20));
-    store(d + 2 * ld, _mm256_permute2f128_ps(u2, u6, 0x20));
-    store(d + 3 * ld, _mm256_permute2f128_ps(u3, u7, 0x20));
-    store(d + 4 * ld, _mm256_permute2f128_ps(u0, u4, 0x31));
-    store(d + 5 * ld, _mm256_permute2f128_ps(u1, u5, 0x31));
-    store(d + 6 * ld, _mm256_permute2f128_ps(u2, u6, 0x31));
-    store(d + 7 * ld, _mm256_permute2f128_ps(u3, u7, 0x31));
-  }
   // 2^n from m = 1.5 * 2^23 + n (see VecScalar::exp_scale).
   static R exp_scale(R m) {
     const __m256i b = _mm256_slli_epi32(_mm256_castps_si256(m), 23);
