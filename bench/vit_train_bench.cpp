@@ -6,9 +6,6 @@
 // Inference: attn runs the batch in slices (VisionTransformer::inference_chunk); PyTorch is timed whole and
 // in slices of 16 and 32 images, and its best is compared.
 // --steps 0 skips the training step (for profiling the inference alone).
-// Inference: attn runs the batch in slices (VisionTransformer::inference_chunk); PyTorch is timed whole and
-// in slices of 16 and 32 images, and its best is compared.
-// --steps 0 skips the training step (for profiling the inference alone).
 // --model vit_fmnist_small measures the 2-hour-budget ViT (D 128, heads 4, MLP 256) instead.
 //
 // --rounds N times the inference N times, alternating attn and PyTorch, and reports the median of the
@@ -84,11 +81,11 @@ int main(int argc, char** argv) {
   int torch_chunk = 0;
   nlohmann::json torch_by_chunk = nlohmann::json::object(), rounds_json = nlohmann::json::array();
   std::vector<double> attn_inf, torch_inf, ratios;
+  const std::string script = std::string(ATTN_SOURCE_DIR) + "/bench/peers/vit_train.py";
   for (int r = 0; r < rounds; ++r) {
     const double a = attn_infer();
     double t = NAN;
     if (peer) {
-      const std::string script = std::string(ATTN_SOURCE_DIR) + "/bench/peers/vit_train.py";
       std::string out = bench::last_line(bench::run_capture(
           "OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 " + script + " --threads " + std::to_string(threads) + " --steps " +
           std::to_string(r == 0 ? steps : 0) + " --infer-reps " + std::to_string(infer_reps) + " --model " + model_name +

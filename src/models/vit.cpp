@@ -236,12 +236,12 @@ int64_t VisionTransformer::inference_chunk() const {
 
 std::pair<Tensor, Tensor> VisionTransformer::forward_heads(const Tensor& images) const {
   // Inference (no grad, eval mode) on small models runs the batch in slices of inference_chunk()
-  // images, each through every block: a slice's activations (about 2 MiB for the widest) stay in
-  // cache from layer to layer instead of going out to memory and back between every two ops (at
-  // batch 256, vit_fmnist_small's are 6.5 MB per tensor). Every image's result is computed as alone.
+  // images, each through every block: a slice's activations (about 2 MiB of the widest per thread)
+  // stay in cache from layer to layer instead of going out to memory and back between every two ops
+  // (at batch 256, vit_fmnist_small's are 6.5 MB per tensor). Every image's result is computed as alone.
   const int64_t chunk = !grad_enabled() && !is_training() && images.dim() == 4 ? inference_chunk() : 0;
-  const int64_t B = images.dim() == 4 ? images.size(0) : 0;
-  if (chunk <= 0 || B <= chunk) return forward_head(forward_features(images));
+  if (chunk <= 0 || images.size(0) <= chunk) return forward_head(forward_features(images));
+  const int64_t B = images.size(0);
   std::vector<Tensor> cls, dist;
   for (int64_t b0 = 0; b0 < B; b0 += chunk) {
     auto [c, d] = forward_head(forward_features(images.narrow(0, b0, std::min(chunk, B - b0))));
