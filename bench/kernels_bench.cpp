@@ -1,7 +1,9 @@
 // Row kernels against PyTorch 1.13.1, f32, 2 threads: layer norm, softmax, GELU forward and
 // backward, fused bias + GELU against PyTorch's unfused add + gelu, fused residual add + layer
 // norm against add then layer norm, at (8 x 197 x 768) and (128 x 50 x 192), with a plain
-// memcpy of the same tensor as the bandwidth yardstick. Median of --reps runs each.
+// memcpy of the same tensor as the bandwidth yardstick; and cross-entropy with label smoothing 0.1
+// at the translation model's logits (4096 positions x 8000 classes; report only, no target).
+// Median of --reps runs each.
 //
 //   build-NAME/bench/kernels_bench [--threads 2] [--reps 30] [--no-peer] [--cpu-time] [--min]
 //
@@ -27,6 +29,7 @@
 
 #include "attn/attn.h"
 #include "attn/ops/fused.h"
+#include "attn/ops/loss.h"
 #include "attn/ops/norm.h"
 #include "attn/ops/softmax.h"
 #include "bench_util.h"
@@ -173,6 +176,48 @@ int main(int argc, char** argv) {
       auto node = y.grad_fn();
       add("bias_gelu.bwd", 3, 2.0, ">=2x torch unfused", [&] { auto d = node->backward(dy); });
     }
+  }
+
+  {
+    // Cross-entropy at the translation bench's logits: a 4096-token batch over an 8000-piece vocabulary.
+    const Shape S{4096, 8000};
+    const std::string sn = shape_name(S);
+    const Tensor x = randn(S, g);
+    const Tensor t = Tensor::from_vector<int64_t>([&] {
+      std::vector<int64_t> v(4096);
+      for (size_t i = 0; i < v.size(); ++i) v[i] = int64_t((i * 7919) % 8000);
+      return v;
+    }(), {4096});
+    auto add = [&](const std::string& op, double traffic, const std::function<void()>& fn) {
+      Row row;
+      row.key = op + "|" + sn;
+      row.op = op;
+      row.shape = sn;
+      row.traffic = traffic;
+      row.target = "(report)";
+      row.attn_ms = median_ms(fn, reps);
+      rows.push_back(row);
+    };
+    Tensor dst = Tensor::empty(S);
+    const char* src_p = static_cast<const char*>(x.raw_data());
+    char* dst_p = static_cast<char*>(dst.raw_data());
+    const int64_t nbytes = x.numel() * 4;
+    add("memcpy", 2, [&] {
+      parallel_for(0, nbytes, 1 << 16, [&](int64_t b0, int64_t b1) { std::memcpy(dst_p + b0, src_p + b0, size_t(b1 - b0)); });
+    });
+    memcpy_ms[sn] = rows.back().attn_ms;
+    memcpy_gbs[sn] = 2.0 * double(nbytes) / (rows.back().attn_ms * 1e6);
+    CrossEntropyOptions o;
+    o.label_smoothing = 0.1;
+    NoGradGuard ng;
+    add("cross_entropy.fwd", 1, [&] { Tensor y = cross_entropy(x, t, o); });
+    set_grad_enabled(true);
+    Tensor xx = x.detach().requires_grad_();
+    Tensor y = cross_entropy(xx, t, o);
+    set_grad_enabled(false);
+    auto node = y.grad_fn();
+    const Tensor one = Tensor::scalar(1.0, DType::f32);
+    add("cross_entropy.bwd", 2, [&] { auto d = node->backward(one); });
   }
 
   // The PyTorch peer, with and without OMP_WAIT_POLICY=PASSIVE; the better time per row.

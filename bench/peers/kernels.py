@@ -1,6 +1,6 @@
 """PyTorch peer of bench/kernels_bench.cpp: layer norm, softmax, GELU forward and backward, add +
 GELU and add + layer norm (PyTorch has no fused versions: these are the unfused baselines), at
-(8x197x768) and (128x50x192), fp32. Prints one JSON object {"op|shape": median ms} on its last
+(8x197x768) and (128x50x192), and cross-entropy at (4096 x 8000), fp32. Prints one JSON object {"op|shape": median ms} on its last
 line. Backward rows time torch.autograd.grad on a retained graph. --cpu-time: process CPU time.
 
     OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 bench/peers/kernels.py --threads 2 --reps 30
@@ -65,5 +65,17 @@ for shape in [(8, 197, 768), (128, 50, 192)]:
     res[f"gelu.bwd|{sn}"] = bwd(lambda x_: F.gelu(x_), [x])
     res[f"gelu_tanh.bwd|{sn}"] = bwd(lambda x_: F.gelu(x_, approximate="tanh"), [x])
     res[f"bias_gelu.bwd|{sn}"] = bwd(lambda x_, b_: F.gelu(x_ + b_), [x, b])
+
+# Cross-entropy (label smoothing 0.1) at the translation bench's logits: 4096 positions x 8000 classes.
+sn = "4096x8000"
+x = torch.randn(4096, 8000)
+t = (torch.arange(4096) * 7919) % 8000
+with torch.no_grad():
+    dst = torch.empty_like(x)
+    res[f"memcpy|{sn}"] = median_ms(lambda: dst.copy_(x))
+    res[f"cross_entropy.fwd|{sn}"] = median_ms(lambda: F.cross_entropy(x, t, label_smoothing=0.1))
+xg = x.clone().requires_grad_(True)
+y = F.cross_entropy(xg, t, label_smoothing=0.1)
+res[f"cross_entropy.bwd|{sn}"] = median_ms(lambda: torch.autograd.grad(y, [xg], retain_graph=True))
 
 print(json.dumps(res))

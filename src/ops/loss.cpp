@@ -1,17 +1,19 @@
 // Losses: cross_entropy (one fused log-softmax pass per position, the log-sum-exp kept for the
-// backward), kl_div and mse_loss (one elementwise kernel each way). Per-position losses are
+// backward; f32 (N, C) rows through the SIMD row kernels of vec_dispatch.h), kl_div and mse_loss (one elementwise kernel each way). Per-position losses are
 // reduced in double in a fixed order, so results do not depend on the thread count.
 #include "attn/ops/loss.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "attn/autograd/grad_mode.h"
 #include "attn/autograd/node.h"
 #include "attn/core/parallel.h"
 #include "attn/ops/elementwise.h"
 #include "attn/ops/reduce.h"
+#include "../backend/cpu/vec_dispatch.h"
 
 namespace attn {
 
@@ -37,6 +39,13 @@ struct CeState {
   int64_t count = 0;            // non-ignored positions (class targets)
 };
 
+// f32 logits with the classes contiguous (S == 1, the (N, C) case) take the SIMD row kernels:
+// max, sum of exp and sum of x per row, exp as a polynomial; otherwise scalar loops with libm.
+template <class T>
+bool ce_rows_simd(const CeState& st) {
+  return std::is_same_v<T, float> && st.g.S == 1;
+}
+
 // Forward for positions [p0, p1): fills lse and loss.
 template <class T>
 void ce_forward_range(const CeState& st, int64_t p0, int64_t p1, double* lse_out, double* loss_out) {
@@ -44,20 +53,36 @@ void ce_forward_range(const CeState& st, int64_t p0, int64_t p1, double* lse_out
   const T* x = st.logits.data<T>();
   const T* tp = st.soft ? st.soft_target.data<T>() : nullptr;
   const double ls = st.opts.label_smoothing;
+  const bool simd = ce_rows_simd<T>(st);
+  const bool want_sx = !st.soft && ls > 0;
+  constexpr int64_t kRows = 64;   // rows per kernel call
+  float mx[kRows];
+  double se[kRows], sx[kRows];
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t n = p / S, s = p % S;
     const int64_t base = n * C * S + s;
     const T* xp = x + base;
-    // max over classes, NaN-propagating
-    T m = -std::numeric_limits<T>::infinity();
-    for (int64_t c = 0; c < C; ++c) {
-      const T v = xp[c * S];
-      if (v > m || v != v) m = v;
-      if (m != m) break;
+    double l = 0, sum_x = 0;
+    bool have_sx = false;
+    if (simd) {
+      const int64_t j = (p - p0) % kRows;
+      if (j == 0)
+        kernels::row_kernels().ce_stats(reinterpret_cast<const float*>(xp), std::min(kRows, p1 - p), C, mx, se,
+                                        want_sx ? sx : nullptr);
+      l = double(mx[j]) + std::log(se[j]);
+      if (want_sx) { sum_x = sx[j]; have_sx = true; }
+    } else {
+      // max over classes, NaN-propagating
+      T m = -std::numeric_limits<T>::infinity();
+      for (int64_t c = 0; c < C; ++c) {
+        const T v = xp[c * S];
+        if (v > m || v != v) m = v;
+        if (m != m) break;
+      }
+      double sum = 0;
+      for (int64_t c = 0; c < C; ++c) sum += double(std::exp(T(xp[c * S] - m)));
+      l = double(m) + std::log(sum);
     }
-    double sum = 0;
-    for (int64_t c = 0; c < C; ++c) sum += double(std::exp(T(xp[c * S] - m)));
-    const double l = double(m) + std::log(sum);
     lse_out[p] = l;
     double loss;
     if (st.soft) {
@@ -76,9 +101,9 @@ void ce_forward_range(const CeState& st, int64_t p0, int64_t p1, double* lse_out
       } else {
         const double nll = l - double(xp[tc * S]);
         if (ls > 0) {
-          double sx = 0;
-          for (int64_t c = 0; c < C; ++c) sx += double(xp[c * S]);
-          const double smooth = double(C) * l - sx;   // -sum_c log p_c
+          if (!have_sx)
+            for (int64_t c = 0; c < C; ++c) sum_x += double(xp[c * S]);
+          const double smooth = double(C) * l - sum_x;   // -sum_c log p_c
           loss = (1 - ls) * nll + smooth * (ls / double(C));
         } else {
           loss = nll;
@@ -142,7 +167,13 @@ struct CrossEntropyNode : autograd::Node {
             // p_c - ls/C - (1 - ls) [c == t], with exp in T (f32 stays f32)
             // (x - lse in double: with large logits a rounded lse would cost digits)
             const T off = T(ls / double(C)), gt = T(g);
-            for (int64_t c = 0; c < C; ++c) dp[c * S] = gt * (std::exp(T(double(xp[c * S]) - l)) - off);
+            if (ce_rows_simd<T>(st)) {
+              const auto lhi = float(l);
+              kernels::row_kernels().ce_grad(reinterpret_cast<const float*>(xp), reinterpret_cast<float*>(dp), C,
+                                             lhi, float(l - double(lhi)), float(gt), float(off));
+            } else {
+              for (int64_t c = 0; c < C; ++c) dp[c * S] = gt * (std::exp(T(double(xp[c * S]) - l)) - off);
+            }
             dp[tc * S] = T(g * (std::exp(double(xp[tc * S]) - l) - double(off) - (1 - ls)));
           }
         }

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "attn/attn.h"
+#include "attn/core/isa.h"
 #include "attn/ops/indexing.h"
 #include "attn/ops/loss.h"
 #include "torch_ref.h"
@@ -72,7 +73,8 @@ void check_ce(const Tensor& logits, const Tensor& target, const CrossEntropyOpti
 
 TEST(CrossEntropy, ClassTargetsEveryOption) {
   Generator g(401);
-  const std::vector<Shape> shapes = {{7, 11}, {5, 37, 3}, {2, 5, 3, 4}, {13}, {3, 1}, {1, 2}};
+  // {130, 19}: more rows than one SIMD kernel call takes (64); {4, 1003}: long rows with a tail.
+  const std::vector<Shape> shapes = {{7, 11}, {5, 37, 3}, {2, 5, 3, 4}, {13}, {3, 1}, {1, 2}, {130, 19}, {4, 1003}};
   for (DType dt : {DType::f32, DType::f64}) {
     for (const auto& ls : shapes) {
       const int64_t C = ls.size() == 1 ? ls[0] : ls[1];
@@ -184,6 +186,39 @@ TEST(CrossEntropy, IndependentOfThreadCount) {
   set_num_threads(prev);
   EXPECT_TENSOR_NEAR(y1, y2, 0, 0);
   EXPECT_TENSOR_NEAR(d1, d2, 0, 0);
+}
+
+// The f32 (N, C) rows run through the SIMD row kernels; each ISA this CPU has must agree with the
+// scalar f64 path (max, log-sum-exp, label smoothing's sum, the gradient's exp), large logits too.
+TEST(CrossEntropy, EveryIsaMatchesDouble) {
+  const Isa saved = active_isa();
+  Generator g(407);
+  for (int64_t C : {int64_t(5), int64_t(8), int64_t(37), int64_t(1003), int64_t(8000)}) {
+    Tensor x = randn({70, C}, g) * 4.0 + 30.0;   // lse near 30 + log C: the hi/lo split matters
+    std::vector<int64_t> tv = rand_classes({70}, C, g).to_vector<int64_t>();
+    tv[3] = -100;
+    Tensor t = Tensor::from_vector<int64_t>(tv, {70});
+    for (double smoothing : {0.0, 0.1}) {
+      CrossEntropyOptions o;
+      o.label_smoothing = smoothing;
+      Tensor xd = x.to(DType::f64).requires_grad_();
+      Tensor yd = cross_entropy(xd, t, o);
+      yd.backward();
+      for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+        if (int(isa) > int(detected_isa())) continue;
+        set_isa(isa);
+        Tensor xf = x.clone().requires_grad_();
+        Tensor yf = cross_entropy(xf, t, o);
+        yf.backward();
+        set_isa(saved);
+        const std::string what = std::string("C ") + std::to_string(C) + " ls " + std::to_string(smoothing) +
+                                 " isa " + isa_name(isa);
+        EXPECT_NEAR(yf.item(), yd.item(), 2e-6 * std::abs(yd.item())) << what;
+        EXPECT_TENSOR_NEAR(xf.grad(), xd.grad().to(DType::f32), 1e-8, 1e-5) << what;
+      }
+    }
+  }
+  set_isa(saved);
 }
 
 TEST(CrossEntropy, Errors) {

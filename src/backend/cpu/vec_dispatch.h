@@ -39,7 +39,11 @@ namespace attn::kernels {
   void gelu_fwd(const float* x, const float* bias, float* y, int64_t rows, int64_t C, bool tanh); \
   /* dx = dy * gelu'(x + bias); when db_acc is non-null adds dx into it (C floats). */            \
   void gelu_bwd(const float* dy, const float* x, const float* bias, float* dx, float* db_acc,     \
-                int64_t rows, int64_t C, bool tanh);
+                int64_t rows, int64_t C, bool tanh);                                                \
+  /* cross-entropy: per row its max, sum of exp(x - max) and (sx non-null) sum of x. */           \
+  void ce_stats(const float* x, int64_t rows, int64_t n, float* mx, double* se, double* sx);      \
+  /* cross-entropy gradient of one row: dx = g * (exp(x - (lhi + llo)) - off). */                 \
+  void ce_grad(const float* x, float* dx, int64_t n, float lhi, float llo, float g, float off);
 
 namespace scalar { ATTN_ROW_KERNEL_DECLS }
 namespace avx2 { ATTN_ROW_KERNEL_DECLS }
@@ -53,13 +57,16 @@ struct RowKernels {
   decltype(&scalar::layer_norm_bwd) layer_norm_bwd;
   decltype(&scalar::gelu_fwd) gelu_fwd;
   decltype(&scalar::gelu_bwd) gelu_bwd;
+  decltype(&scalar::ce_stats) ce_stats;
+  decltype(&scalar::ce_grad) ce_grad;
 };
 
 #ifndef ATTN_KERNEL_TU
 // The kernels of one ISA (internal linkage: each caller has its own copy of this table).
 static inline const RowKernels& row_kernels(Isa isa) {
 #define ATTN_ROW_KERNEL_TABLE(ns) \
-  {ns::softmax_fwd, ns::softmax_bwd, ns::layer_norm_fwd, ns::layer_norm_bwd, ns::gelu_fwd, ns::gelu_bwd}
+  {ns::softmax_fwd, ns::softmax_bwd, ns::layer_norm_fwd, ns::layer_norm_bwd, ns::gelu_fwd, ns::gelu_bwd, \
+   ns::ce_stats, ns::ce_grad}
   static const RowKernels tables[3] = {ATTN_ROW_KERNEL_TABLE(scalar), ATTN_ROW_KERNEL_TABLE(avx2),
                                        ATTN_ROW_KERNEL_TABLE(avx512)};
 #undef ATTN_ROW_KERNEL_TABLE
