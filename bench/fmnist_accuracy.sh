@@ -27,7 +27,9 @@
 # random crop (padding 2) + horizontal flip. Extra flags after the mode's arguments go to `attn train`
 # (attn-only runs), e.g. `... budget 18 --rand-augment 2 --erase 0.25`.
 # A piece that finished earlier (its metrics.json, or the peer's final JSON line, is there) is skipped,
-# so a mode stopped part-way is continued by running it again; delete a run's directory to redo it.
+# and an attn piece killed part-way (a checkpoint but no metrics.json) continues with --resume from its
+# last checkpoint (each epoch's end), so a mode stopped part-way is continued by running it again;
+# delete a run's directory to redo it. A killed PyTorch piece restarts from its first epoch.
 # distill reuses peer's attn runs as its no-distillation baseline when they match (10 epochs, no flags).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -50,9 +52,14 @@ run_attn() {   # name model epochs seed [flags...]
   if [[ -f "$work/$name/metrics.json" ]]; then   # finished earlier: keep it (rerun by deleting the directory)
     echo "== attn $name: done already ($work/$name/metrics.json), skipped" >&2; return 0
   fi
+  local resume=() tee_flags=()
+  if [[ -f "$work/$name/checkpoint.safetensors" ]]; then   # stopped part-way: continue it exactly
+    resume=(--resume); tee_flags=(-a)
+    echo "== attn $name: resuming from $work/$name/checkpoint.safetensors" >&2
+  fi
   echo "== attn $name: $model, $epochs epochs, seed $seed $*" >&2
-  "$attn" train --model "$model" --epochs "$epochs" --seed "$seed" --lr "${lr:-1e-3}" "${recipe[@]}" --out "$work/$name" "$@" \
-    | tee "$work/$name.txt" | tail -4
+  "$attn" train --model "$model" --epochs "$epochs" --seed "$seed" --lr "${lr:-1e-3}" "${recipe[@]}" --out "$work/$name" \
+    "${resume[@]}" "$@" | tee "${tee_flags[@]}" "$work/$name.txt" | tail -4
 }
 
 case $mode in
