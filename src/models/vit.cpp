@@ -72,8 +72,8 @@ struct PatchEmbed : nn::Module {
   // images (B, C, H, W) -> tokens (B, N, D)
   Tensor forward(Tensor x) const {
     for (const auto& [conv, bn] : stem) x = relu(bn->forward(conv->forward(x)));
-    x = proj->forward(x);                        // (B, D, gh, gw)
-    return x.flatten(2).transpose(1, 2);         // (B, N, D)
+    // proj's kernel equals its stride: the GEMM's rows are already the tokens (no (B, D, gh, gw) copy).
+    return conv2d_patch_tokens(x, proj->weight, proj->bias);   // (B, N, D)
   }
 };
 

@@ -65,16 +65,19 @@ ConvPath choose(const ConvParams& p, DType dt) {
 }
 
 // Patch embedding: non-overlapping kh x kw windows are rows of a matrix, one GEMM with the
-// flattened weight. Built from differentiable ops, so autograd needs no node of its own.
-Tensor conv2d_patch(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams& p) {
+// flattened weight -> (N Ho Wo, O). Built from differentiable ops, so autograd needs no node of its own.
+Tensor patch_rows_gemm(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams& p) {
   Tensor xc = x;
   if (p.Ho * p.kh != p.H) xc = xc.slice(2, 0, p.Ho * p.kh);
   if (p.Wo * p.kw != p.W) xc = xc.slice(3, 0, p.Wo * p.kw);
   // (N, C, Ho, kh, Wo, kw) -> (N, Ho, Wo, C, kh, kw) -> (N Ho Wo, C kh kw)
   Tensor rows = xc.reshape({p.N, p.C, p.Ho, p.kh, p.Wo, p.kw}).permute({0, 2, 4, 1, 3, 5})
                     .reshape({p.N * p.Ho * p.Wo, p.C * p.kh * p.kw});
-  Tensor y = linear(rows, w.reshape({p.O, p.C * p.kh * p.kw}), b);   // (N Ho Wo, O)
-  return y.reshape({p.N, p.Ho, p.Wo, p.O}).permute({0, 3, 1, 2}).contiguous();
+  return linear(rows, w.reshape({p.O, p.C * p.kh * p.kw}), b);
+}
+
+Tensor conv2d_patch(const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams& p) {
+  return patch_rows_gemm(x, w, b, p).reshape({p.N, p.Ho, p.Wo, p.O}).permute({0, 3, 1, 2}).contiguous();
 }
 
 // im2col + GEMM, no autograd. col (N, G, K, L); w as (G, Og, K).
@@ -156,6 +159,17 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair st
     autograd::attach(out, n, ins);
   }
   return out;
+}
+
+Tensor conv2d_patch_tokens(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  ATTN_CHECK(weight.defined() && weight.dim() == 4, "conv2d_patch_tokens: expected a weight (O, C, kH, kW), got ",
+             weight.defined() ? weight.shape() : Shape{});
+  const Pair k{weight.shape()[2], weight.shape()[3]};
+  validate(x, weight, bias, k, {0, 0}, {1, 1}, 1);
+  const ConvParams p = kernels::conv_params(x.shape(), weight.shape(), k, {0, 0}, {1, 1}, 1);
+  if (p.N == 0 || p.C == 0 || p.O == 0)   // empty: the general path's loops handle it
+    return conv2d(x, weight, bias, k).flatten(2).transpose(1, 2).contiguous();
+  return patch_rows_gemm(x, weight, bias, p).reshape({p.N, p.Ho * p.Wo, p.O});
 }
 
 }  // namespace attn

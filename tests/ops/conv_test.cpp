@@ -225,6 +225,31 @@ TEST(Conv2d, NonContiguousInputs) {
   }
 }
 
+// The ViT patch embedding's token layout: equal to conv2d with stride = kernel, flattened and
+// transposed to (N, Ho Wo, O), in values and in every gradient (cropped edges, a non-square
+// kernel, f64, an empty batch).
+TEST(Conv2d, PatchTokensEqualConvFlattened) {
+  Generator g(107);
+  struct PCase { Shape x; int64_t O, kh, kw; DType dt; };
+  for (const PCase& c : {PCase{{2, 3, 16, 19}, 8, 4, 4, DType::f32}, PCase{{3, 1, 28, 28}, 16, 4, 4, DType::f32},
+                         PCase{{2, 5, 8, 9}, 6, 2, 4, DType::f64}, PCase{{0, 3, 8, 8}, 4, 4, 4, DType::f32}}) {
+    Tensor x = randn(c.x, g, c.dt), w = randn({c.O, c.x[1], c.kh, c.kw}, g, c.dt) * 0.3, b = randn({c.O}, g, c.dt);
+    Tensor x1 = x.clone().requires_grad_(), w1 = w.clone().requires_grad_(), b1 = b.clone().requires_grad_();
+    Tensor x2 = x.clone().requires_grad_(), w2 = w.clone().requires_grad_(), b2 = b.clone().requires_grad_();
+    Tensor want = conv2d(x1, w1, b1, {c.kh, c.kw}).flatten(2).transpose(1, 2);
+    Tensor got = conv2d_patch_tokens(x2, w2, b2);
+    const std::string ctx = detail::cat("x ", c.x, " k ", c.kh, "x", c.kw);
+    ASSERT_EQ(got.shape(), want.shape()) << ctx;
+    EXPECT_TENSOR_NEAR(got, want, 0, 0) << ctx;
+    Tensor gout = randn(want.shape(), g, c.dt);
+    want.backward(gout);
+    got.backward(gout);
+    EXPECT_TENSOR_NEAR(x2.grad(), x1.grad(), 1e-6, 1e-6) << ctx;
+    EXPECT_TENSOR_NEAR(w2.grad(), w1.grad(), 1e-6, 1e-6) << ctx;
+    EXPECT_TENSOR_NEAR(b2.grad(), b1.grad(), 1e-6, 1e-6) << ctx;
+  }
+}
+
 TEST(Conv2d, ErrorMessages) {
   Tensor w = Tensor::zeros({8, 4, 3, 3});
   EXPECT_EQ(error_of([&] { conv2d(Tensor::zeros({3, 28, 28}), w); }),
