@@ -5,9 +5,15 @@
 #include "attn/core/error.h"
 #include "attn/models/rnn_seq2seq.h"
 #include "attn/models/seq2seq.h"
+#include "attn/ops/indexing.h"
 #include "attn/models/transformer.h"
 
 namespace attn::models {
+
+Tensor Seq2SeqModel::forward_rows(const Tensor& src, const Tensor& src_pad, const Tensor& tgt_in, const Tensor& rows) {
+  const Tensor logits = forward(src, src_pad, tgt_in);
+  return index_select(logits.reshape({-1, logits.size(-1)}), 0, rows);
+}
 
 std::vector<std::string> seq2seq_names() { return {"transformer", "rnn-attention"}; }
 

@@ -428,7 +428,7 @@ Tensor TransformerSeq2Seq::encode(const Tensor& src, const Tensor& src_pad) cons
   return transformer->encoder->forward_bf(embed(*src_embed, src, 0), Tensor(), src_pad);
 }
 
-Tensor TransformerSeq2Seq::decode(const Tensor& memory, const Tensor& src_pad, const Tensor& tgt_in) const {
+Tensor TransformerSeq2Seq::decode_states(const Tensor& memory, const Tensor& src_pad, const Tensor& tgt_in) const {
   ATTN_CHECK(tgt_in.defined() && tgt_in.dim() == 2 && tgt_in.size(0) == memory.size(0),
              "TransformerSeq2Seq: expected tgt_in of shape (", memory.size(0), ", T), got ",
              tgt_in.defined() ? tgt_in.shape() : Shape{});
@@ -437,11 +437,21 @@ Tensor TransformerSeq2Seq::decode(const Tensor& memory, const Tensor& src_pad, c
   const Tensor y = transformer->decoder->forward_bf(embed(*tgt_embed, tgt_in, 0), memory,
                                                     Transformer::generate_square_subsequent_mask(T), Tensor(),
                                                     tgt_pad, src_pad);
-  return output_proj->forward(y);
+  return y;
+}
+
+Tensor TransformerSeq2Seq::decode(const Tensor& memory, const Tensor& src_pad, const Tensor& tgt_in) const {
+  return output_proj->forward(decode_states(memory, src_pad, tgt_in));
 }
 
 Tensor TransformerSeq2Seq::forward(const Tensor& src, const Tensor& src_pad, const Tensor& tgt_in) {
   return decode(encode(src, src_pad), src_pad, tgt_in);
+}
+
+Tensor TransformerSeq2Seq::forward_rows(const Tensor& src, const Tensor& src_pad, const Tensor& tgt_in,
+                                        const Tensor& rows) {
+  const Tensor y = decode_states(encode(src, src_pad), src_pad, tgt_in);
+  return output_proj->forward(index_select(y.reshape({-1, y.size(-1)}), 0, rows));
 }
 
 namespace {

@@ -140,9 +140,19 @@ double split_loss(models::Seq2SeqModel& model, const std::vector<data::SeqPair>&
 }  // namespace
 
 Tensor seq2seq_batch_loss(models::Seq2SeqModel& model, const data::SeqBatch& b, double label_smoothing) {
-  Tensor logits = model.forward(b.src, b.src_pad, b.tgt_in);
-  const int64_t V = logits.size(-1);
-  return cross_entropy(logits.reshape({-1, V}), b.tgt_out.reshape({-1}),
+  // Only the non-padded target positions reach the output projection and the loss: the same mean as
+  // cross_entropy with ignore_index over all of them (the padding contributes nothing to either),
+  // without the vocabulary GEMM and softmax of the padding (about 6% of a 4,096-token Bible batch).
+  const Tensor flat = b.tgt_out.reshape({-1}).contiguous().to(DType::i64);
+  const int64_t* t = flat.data<int64_t>();
+  std::vector<int64_t> rows, targets;
+  rows.reserve(size_t(flat.numel()));
+  targets.reserve(size_t(flat.numel()));
+  for (int64_t i = 0; i < flat.numel(); ++i)
+    if (t[i] != models::pad_id) { rows.push_back(i); targets.push_back(t[i]); }
+  const auto R = int64_t(rows.size());
+  Tensor logits = model.forward_rows(b.src, b.src_pad, b.tgt_in, Tensor::from_vector<int64_t>(rows, {R}));
+  return cross_entropy(logits, Tensor::from_vector<int64_t>(targets, {R}),
                        {.label_smoothing = label_smoothing, .ignore_index = models::pad_id});
 }
 

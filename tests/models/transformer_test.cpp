@@ -10,6 +10,7 @@
 
 #include "attn/attn.h"
 #include "attn/models/transformer.h"
+#include "attn/ops/indexing.h"
 #include "torch_ref.h"
 
 using namespace attn;
@@ -231,6 +232,39 @@ TEST(TransformerSeq2Seq, CachedStepsEqualTeacherForcing) {
     EXPECT_EQ(st->steps(), T);
     std::printf("[ diff ] norm_first=%d: max |cached step - teacher forcing| = %.3g over %lld steps\n",
                 int(norm_first), worst, (long long)T);
+  }
+}
+
+// forward_rows (the loss path: only non-padded positions reach the output projection) equals the
+// selected rows of forward(), in values and in every parameter's gradient.
+TEST(TransformerSeq2Seq, ForwardRowsEqualsSelectedLogits) {
+  auto m = small_model(false, true, true);
+  m->eval();   // no dropout: both passes see the same network
+  const int64_t B = 3, S = 6, T = 7;
+  Generator g(11);
+  const Tensor src_pad = pad_mask({6, 3, 4}, S);
+  const Tensor src = masked_fill(rand({B, S}, g) * 9.0 + 4.0, src_pad, 0.0).to(DType::i64);
+  const Tensor tgt = (rand({B, T}, g) * 9.0 + 4.0).to(DType::i64);
+  const Tensor rows = Tensor::from_vector<int64_t>({0, 1, 2, 5, 7, 8, 13, 20}, {8});
+  const Tensor w = randn({8, m->vocab_size()}, g);
+  auto grads = [&](const Tensor& out) {
+    m->zero_grad();
+    sum(out * w).backward();
+    std::vector<Tensor> gs;
+    for (const auto& [name, p] : m->named_parameters()) gs.push_back(p.grad().defined() ? p.grad().clone() : Tensor());
+    return gs;
+  };
+  const Tensor full = m->forward(src, src_pad, tgt);
+  const Tensor want = index_select(full.reshape({B * T, m->vocab_size()}), 0, rows);
+  const auto gw = grads(want);
+  const Tensor got = m->forward_rows(src, src_pad, tgt, rows);
+  ASSERT_EQ(got.shape(), want.shape());
+  EXPECT_TENSOR_NEAR(got, want, 1e-5, 1e-5);
+  const auto gg = grads(got);
+  ASSERT_EQ(gg.size(), gw.size());
+  for (size_t i = 0; i < gg.size(); ++i) {
+    ASSERT_EQ(gg[i].defined(), gw[i].defined()) << "parameter " << i;
+    if (gg[i].defined()) EXPECT_TENSOR_NEAR(gg[i], gw[i], 1e-5, 1e-5) << "parameter " << i;
   }
 }
 

@@ -3,6 +3,7 @@
 //
 //   auto m = models::create_seq2seq("transformer", {{"vocab_size", 8000}});
 //   Tensor logits = m->forward(src, src_pad, tgt_in);      // teacher forcing: (B, T, V)
+//   Tensor some = m->forward_rows(src, src_pad, tgt_in, rows);   // only positions `rows` of B·T: (R, V)
 //   auto st = m->start(src, src_pad);                        // encode once
 //   Tensor next = m->step(*st, tokens);                      // (B) i64 -> (B, V) logits, O(t) per step
 //
@@ -41,6 +42,12 @@ class Seq2SeqModel : public nn::Module {
  public:
   // Teacher forcing: -> logits (B, T, V). Dropout as the module's training mode says.
   virtual Tensor forward(const Tensor& src, const Tensor& src_pad, const Tensor& tgt_in) = 0;
+  // Teacher forcing for a loss over some target positions only: the logits (R, V) of the flattened
+  // positions `rows` (i64 (R), indices into B·T, e.g. the non-padded ones), equal to
+  // forward(...).reshape({-1, V}).index_select(0, rows). This default computes all of forward(); the
+  // Transformer selects its decoder states before the output projection, so the vocabulary GEMM and
+  // the loss skip the padding.
+  virtual Tensor forward_rows(const Tensor& src, const Tensor& src_pad, const Tensor& tgt_in, const Tensor& rows);
   // Runs the encoder once; the state then feeds step(). No gradients are recorded by callers of
   // start/step (they run under NoGradGuard).
   virtual std::unique_ptr<DecodeState> start(const Tensor& src, const Tensor& src_pad) = 0;

@@ -216,6 +216,7 @@ class TransformerSeq2Seq : public Seq2SeqModel {
   explicit TransformerSeq2Seq(const TransformerSeq2SeqConfig& c, Generator& g = default_generator());
 
   Tensor forward(const Tensor& src, const Tensor& src_pad, const Tensor& tgt_in) override;
+  Tensor forward_rows(const Tensor& src, const Tensor& src_pad, const Tensor& tgt_in, const Tensor& rows) override;
   std::unique_ptr<DecodeState> start(const Tensor& src, const Tensor& src_pad) override;
   Tensor step(DecodeState& state, const Tensor& tokens, Tensor* attention = nullptr) override;
   int64_t vocab_size() const override { return cfg_.vocab_size; }
@@ -223,8 +224,10 @@ class TransformerSeq2Seq : public Seq2SeqModel {
   nlohmann::json config() const override { return cfg_.to_json(); }
   const TransformerSeq2SeqConfig& cfg() const { return cfg_; }
 
-  // Pieces of forward(): the encoder memory (B, S, E) and the decoder output logits (B, T, V).
+  // Pieces of forward(): the encoder memory (B, S, E), the decoder's output states (B, T, E) and
+  // the logits (B, T, V) = output_proj(decode_states(...)).
   Tensor encode(const Tensor& src, const Tensor& src_pad) const;
+  Tensor decode_states(const Tensor& memory, const Tensor& src_pad, const Tensor& tgt_in) const;
   Tensor decode(const Tensor& memory, const Tensor& src_pad, const Tensor& tgt_in) const;
 
  private:
