@@ -96,35 +96,40 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   std::map<std::string, double> memcpy_ms, memcpy_gbs;
   Generator g(0);
+  // Times fn and appends its row for shape sn.
+  auto add_row = [&](const std::string& sn, const std::string& op, double traffic, double goal,
+                     const std::string& target, const std::function<void()>& fn) {
+    Row row;
+    row.key = op + "|" + sn;
+    row.op = op;
+    row.shape = sn;
+    row.traffic = traffic;
+    row.goal = goal;
+    row.target = target;
+    row.attn_ms = median_ms(fn, reps);
+    rows.push_back(row);
+  };
+  // Bandwidth yardstick of shape sn: memcpy of x, split across the threads.
+  auto add_memcpy = [&](const std::string& sn, const Tensor& x) {
+    Tensor dst = Tensor::empty(x.shape());
+    const char* src_p = static_cast<const char*>(x.raw_data());
+    char* dst_p = static_cast<char*>(dst.raw_data());
+    const int64_t nbytes = x.numel() * 4;
+    add_row(sn, "memcpy", 2, 0, "", [&] {
+      parallel_for(0, nbytes, 1 << 16, [&](int64_t b0, int64_t b1) { std::memcpy(dst_p + b0, src_p + b0, size_t(b1 - b0)); });
+    });
+    memcpy_ms[sn] = rows.back().attn_ms;
+    memcpy_gbs[sn] = 2.0 * double(nbytes) / (rows.back().attn_ms * 1e6);
+  };
   for (const Shape& S : {Shape{8, 197, 768}, Shape{128, 50, 192}}) {
     const std::string sn = shape_name(S);
     const int64_t C = S.back();
     const Tensor x = randn(S, g), r = randn(S, g), dy = randn(S, g);
     const Tensor w = randn({C}, g), b = randn({C}, g);
     auto add = [&](const std::string& op, double traffic, double goal, const std::string& target,
-                   const std::function<void()>& fn) {
-      Row row;
-      row.key = op + "|" + sn;
-      row.op = op;
-      row.shape = sn;
-      row.traffic = traffic;
-      row.goal = goal;
-      row.target = target;
-      row.attn_ms = median_ms(fn, reps);
-      rows.push_back(row);
-    };
+                   const std::function<void()>& fn) { add_row(sn, op, traffic, goal, target, fn); };
     NoGradGuard ng;
-
-    // Bandwidth yardstick: memcpy of the tensor, split across the threads.
-    Tensor dst = Tensor::empty(S);
-    const char* src_p = static_cast<const char*>(x.raw_data());
-    char* dst_p = static_cast<char*>(dst.raw_data());
-    const int64_t nbytes = x.numel() * 4;
-    add("memcpy", 2, 0, "", [&] {
-      parallel_for(0, nbytes, 1 << 16, [&](int64_t b0, int64_t b1) { std::memcpy(dst_p + b0, src_p + b0, size_t(b1 - b0)); });
-    });
-    memcpy_ms[sn] = rows.back().attn_ms;
-    memcpy_gbs[sn] = 2.0 * double(nbytes) / (rows.back().attn_ms * 1e6);
+    add_memcpy(sn, x);
 
     add("layer_norm.fwd", 2, 1.2, ">=1.2x or 80% memcpy", [&] { Tensor y = layer_norm(x, w, b); });
     add("softmax.fwd", 2, 1.2, ">=1.2x or 80% memcpy", [&] { Tensor y = softmax(x, -1); });
@@ -188,36 +193,18 @@ int main(int argc, char** argv) {
       for (size_t i = 0; i < v.size(); ++i) v[i] = int64_t((i * 7919) % 8000);
       return v;
     }(), {4096});
-    auto add = [&](const std::string& op, double traffic, const std::function<void()>& fn) {
-      Row row;
-      row.key = op + "|" + sn;
-      row.op = op;
-      row.shape = sn;
-      row.traffic = traffic;
-      row.target = "(report)";
-      row.attn_ms = median_ms(fn, reps);
-      rows.push_back(row);
-    };
-    Tensor dst = Tensor::empty(S);
-    const char* src_p = static_cast<const char*>(x.raw_data());
-    char* dst_p = static_cast<char*>(dst.raw_data());
-    const int64_t nbytes = x.numel() * 4;
-    add("memcpy", 2, [&] {
-      parallel_for(0, nbytes, 1 << 16, [&](int64_t b0, int64_t b1) { std::memcpy(dst_p + b0, src_p + b0, size_t(b1 - b0)); });
-    });
-    memcpy_ms[sn] = rows.back().attn_ms;
-    memcpy_gbs[sn] = 2.0 * double(nbytes) / (rows.back().attn_ms * 1e6);
+    add_memcpy(sn, x);
     CrossEntropyOptions o;
     o.label_smoothing = 0.1;
     NoGradGuard ng;
-    add("cross_entropy.fwd", 1, [&] { Tensor y = cross_entropy(x, t, o); });
+    add_row(sn, "cross_entropy.fwd", 1, 0, "(report)", [&] { Tensor y = cross_entropy(x, t, o); });
     set_grad_enabled(true);
     Tensor xx = x.detach().requires_grad_();
     Tensor y = cross_entropy(xx, t, o);
     set_grad_enabled(false);
     auto node = y.grad_fn();
     const Tensor one = Tensor::scalar(1.0, DType::f32);
-    add("cross_entropy.bwd", 2, [&] { auto d = node->backward(one); });
+    add_row(sn, "cross_entropy.bwd", 2, 0, "(report)", [&] { auto d = node->backward(one); });
   }
 
   // The PyTorch peer, with and without OMP_WAIT_POLICY=PASSIVE; the better time per row.

@@ -5,8 +5,8 @@
 #include "attn/core/error.h"
 #include "attn/models/rnn_seq2seq.h"
 #include "attn/models/seq2seq.h"
-#include "attn/ops/indexing.h"
 #include "attn/models/transformer.h"
+#include "attn/ops/indexing.h"
 
 namespace attn::models {
 

@@ -1,6 +1,7 @@
 // Losses: cross_entropy (one fused log-softmax pass per position, the log-sum-exp kept for the
-// backward; f32 (N, C) rows through the SIMD row kernels of vec_dispatch.h), kl_div and mse_loss (one elementwise kernel each way). Per-position losses are
-// reduced in double in a fixed order, so results do not depend on the thread count.
+// backward; f32 (N, C) rows through the SIMD row kernels of vec_dispatch.h), kl_div and mse_loss
+// (one elementwise kernel each way). Per-position losses are reduced in double in a fixed order,
+// so results do not depend on the thread count.
 #include "attn/ops/loss.h"
 
 #include <algorithm>
@@ -62,15 +63,14 @@ void ce_forward_range(const CeState& st, int64_t p0, int64_t p1, double* lse_out
     const int64_t n = p / S, s = p % S;
     const int64_t base = n * C * S + s;
     const T* xp = x + base;
-    double l = 0, sum_x = 0;
-    bool have_sx = false;
+    double l = 0, sum_x = 0;   // sum_x: label smoothing's sum of the logits (want_sx only)
     if (simd) {
       const int64_t j = (p - p0) % kRows;
       if (j == 0)
         kernels::row_kernels().ce_stats(reinterpret_cast<const float*>(xp), std::min(kRows, p1 - p), C, mx, se,
                                         want_sx ? sx : nullptr);
       l = double(mx[j]) + std::log(se[j]);
-      if (want_sx) { sum_x = sx[j]; have_sx = true; }
+      if (want_sx) sum_x = sx[j];
     } else {
       // max over classes, NaN-propagating
       T m = -std::numeric_limits<T>::infinity();
@@ -82,6 +82,8 @@ void ce_forward_range(const CeState& st, int64_t p0, int64_t p1, double* lse_out
       double sum = 0;
       for (int64_t c = 0; c < C; ++c) sum += double(std::exp(T(xp[c * S] - m)));
       l = double(m) + std::log(sum);
+      if (want_sx)
+        for (int64_t c = 0; c < C; ++c) sum_x += double(xp[c * S]);
     }
     lse_out[p] = l;
     double loss;
@@ -101,8 +103,6 @@ void ce_forward_range(const CeState& st, int64_t p0, int64_t p1, double* lse_out
       } else {
         const double nll = l - double(xp[tc * S]);
         if (ls > 0) {
-          if (!have_sx)
-            for (int64_t c = 0; c < C; ++c) sum_x += double(xp[c * S]);
           const double smooth = double(C) * l - sum_x;   // -sum_c log p_c
           loss = (1 - ls) * nll + smooth * (ls / double(C));
         } else {

@@ -175,6 +175,18 @@ struct RowOps {
     return V::hmax(V::max(m0, m1));
   }
 
+  static float row_sum(const float* x, int64_t n) {
+    R s0 = V::zero(), s1 = V::zero();
+    int64_t i = 0;
+    for (; i + 2 * W <= n; i += 2 * W) {
+      s0 = V::add(s0, V::load(x + i));
+      s1 = V::add(s1, V::load(x + i + W));
+    }
+    for (; i + W <= n; i += W) s0 = V::add(s0, V::load(x + i));
+    if (i < n) s0 = V::add(s0, V::load_tail(x + i, V::tail_mask(n - i), 0.f));
+    return V::hsum(V::add(s0, s1));
+  }
+
   // Sum of exp(x - mx) over the row; stores the exponentials to y when y is non-null.
   static float row_sum_exp(const float* x, float* y, int64_t n, float mx) {
     const R vm = V::set1(mx);
@@ -263,14 +275,8 @@ struct RowOps {
           V::store_tail(dr + i, V::mul(yv, V::sub(V::load_tail(gr + i, m, 0.f), dot)), m);
         }
       } else {
-        for (; i + 2 * W <= n; i += 2 * W) {
-          s0 = V::add(s0, V::load(gr + i));
-          s1 = V::add(s1, V::load(gr + i + W));
-        }
-        for (; i + W <= n; i += W) s0 = V::add(s0, V::load(gr + i));
-        if (i < n) s0 = V::add(s0, V::load_tail(gr + i, V::tail_mask(n - i), 0.f));
-        const R sg = V::set1(V::hsum(V::add(s0, s1)));
-        for (i = 0; i + W <= n; i += W)
+        const R sg = V::set1(row_sum(gr, n));
+        for (; i + W <= n; i += W)
           V::store(dr + i, V::fnma(exp(V::load(yr + i)), sg, V::load(gr + i)));
         if (i < n) {
           const M m = V::tail_mask(n - i);
@@ -296,16 +302,7 @@ struct RowOps {
         const float* xb = xr + b;
         const int64_t len = n - b < kBlock ? n - b : kBlock;
         e += double(row_sum_exp(xb, nullptr, len, mx[r]));
-        if (!sx) continue;
-        R s0 = V::zero(), s1 = V::zero();
-        int64_t i = 0;
-        for (; i + 2 * W <= len; i += 2 * W) {
-          s0 = V::add(s0, V::load(xb + i));
-          s1 = V::add(s1, V::load(xb + i + W));
-        }
-        for (; i + W <= len; i += W) s0 = V::add(s0, V::load(xb + i));
-        if (i < len) s0 = V::add(s0, V::load_tail(xb + i, V::tail_mask(len - i), 0.f));
-        t += double(V::hsum(V::add(s0, s1)));
+        if (sx) t += double(row_sum(xb, len));
       }
       se[r] = e;
       if (sx) sx[r] = t;
