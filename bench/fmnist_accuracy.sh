@@ -10,7 +10,8 @@
 #                                                         # part-way continues with `... --resume`;
 #                                                         # metrics.json's seconds sum the pieces.
 #                                                         # BUDGET_MODEL=vit_fmnist with 16 epochs was
-#                                                         # session 4's run (directory budget-e16)
+#                                                         # session 4's run (directory budget-e16);
+#                                                         # BUDGET_TAG=NAME appends -NAME to the directory
 #   bash bench/fmnist_accuracy.sh BUILD peer              # attn vs PyTorch (bench/peers/vit_fmnist_train.py),
 #                                                         # same model + recipe + training images, 10 epochs,
 #                                                         # seeds 0 and 1; target: attn's mean within 0.5
@@ -69,6 +70,7 @@ case $mode in
     model=${BUDGET_MODEL:-vit_fmnist_small}
     name=budget-$model-e$epochs
     [[ $model = vit_fmnist ]] && name=budget-e$epochs
+    name+=${BUDGET_TAG:+-$BUDGET_TAG}   # BUDGET_TAG=gap: a run with other flags gets its own directory
     start=$(date +%s)
     run_attn "$name" "$model" "$epochs" 0 "$@"
     secs=$(/usr/bin/python3 -c "import json,sys; print(round(json.load(open(sys.argv[1]))['seconds']))" \

@@ -57,9 +57,9 @@ Tensor sublayer(const Tensor& x, const nn::LayerNorm& norm, bool norm_first, F&&
 // linear2(dropout(act(linear1(x)))), with the bias folded into the activation for GELU.
 Tensor feed_forward(const Tensor& x, const nn::Linear& l1, const nn::Dropout& drop, const nn::Linear& l2,
                     Activation act) {
-  const Tensor h = act == Activation::relu ? relu(l1.forward(x))
-                   : bias_gelu(linear(x, l1.weight), l1.bias,
-                               act == Activation::gelu_tanh ? GeluApprox::tanh : GeluApprox::none);
+  if (act == Activation::relu) return l2.forward(drop.forward_relu(l1.forward(x)));   // relu + dropout, one pass
+  const Tensor h = bias_gelu(linear(x, l1.weight), l1.bias,
+                             act == Activation::gelu_tanh ? GeluApprox::tanh : GeluApprox::none);
   return l2.forward(drop.forward(h));
 }
 

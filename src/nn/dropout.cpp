@@ -14,4 +14,8 @@ Tensor Dropout::forward(const Tensor& x) const {
   return dropout(x, opt_.p, true, gen_ ? *gen_ : default_generator());
 }
 
+Tensor Dropout::forward_relu(const Tensor& x) const {
+  return relu_dropout(x, opt_.p, is_training(), gen_ ? *gen_ : default_generator());
+}
+
 }  // namespace attn::nn

@@ -2,7 +2,8 @@
 // philox_uniform(seed, offset, i) >= p. One philox4x32 call yields the draws of 4 consecutive
 // elements (philox_uniform's layout: counter offset + i / 4, lane i % 4), so the kernel calls it
 // once per group of 4 (AVX2: 8 counters at once, dropout_avx2.cpp); the backward regenerates
-// the same mask from (seed, offset).
+// the same mask from (seed, offset). relu_dropout = dropout(relu(x)) in one pass on the same
+// stream; its backward needs only its output.
 #include "attn/ops/dropout.h"
 
 #include <algorithm>
@@ -12,13 +13,14 @@
 #include "attn/autograd/node.h"
 #include "attn/core/isa.h"
 #include "attn/core/parallel.h"
+#include "attn/ops/elementwise.h"
 #include "dropout_kernels.h"
 
 namespace attn {
 
 namespace kernels {
 
-template <class T>
+template <bool Relu, class T>
 static void dropout_scalar_impl(const T* x, T* y, int64_t i0, int64_t i1, const DropoutStream& s, T scale) {
   for (int64_t g = i0 / 4; g * 4 < i1; ++g) {
     uint32_t r[4];
@@ -27,24 +29,48 @@ static void dropout_scalar_impl(const T* x, T* y, int64_t i0, int64_t i1, const 
       const int64_t i = g * 4 + l;
       if (i < i0) continue;
       if (i >= i1) break;
-      y[i] = x[i] * ((r[l] >> 8) >= s.threshold ? scale : T(0));
+      T v = x[i];
+      if constexpr (Relu) v = v > T(0) ? v : (v != v ? v : T(0));   // attn's relu
+      y[i] = v * ((r[l] >> 8) >= s.threshold ? scale : T(0));
     }
   }
 }
 
 void dropout_scalar(const float* x, float* y, int64_t i0, int64_t i1, const DropoutStream& s, float scale) {
-  dropout_scalar_impl(x, y, i0, i1, s, scale);
+  dropout_scalar_impl<false>(x, y, i0, i1, s, scale);
 }
 void dropout_scalar(const double* x, double* y, int64_t i0, int64_t i1, const DropoutStream& s, double scale) {
-  dropout_scalar_impl(x, y, i0, i1, s, scale);
+  dropout_scalar_impl<false>(x, y, i0, i1, s, scale);
+}
+void relu_dropout_scalar(const float* x, float* y, int64_t i0, int64_t i1, const DropoutStream& s, float scale) {
+  dropout_scalar_impl<true>(x, y, i0, i1, s, scale);
+}
+void relu_dropout_scalar(const double* x, double* y, int64_t i0, int64_t i1, const DropoutStream& s, double scale) {
+  dropout_scalar_impl<true>(x, y, i0, i1, s, scale);
+}
+
+template <class T>
+static void relu_dropout_backward_impl(const T* y, const T* dy, T* dx, int64_t i0, int64_t i1, T scale) {
+  for (int64_t i = i0; i < i1; ++i) dx[i] = y[i] > T(0) ? dy[i] * scale : T(0);
+}
+void relu_dropout_backward_scalar(const float* y, const float* dy, float* dx, int64_t i0, int64_t i1, float scale) {
+  relu_dropout_backward_impl(y, dy, dx, i0, i1, scale);
+}
+void relu_dropout_backward_scalar(const double* y, const double* dy, double* dx, int64_t i0, int64_t i1,
+                                  double scale) {
+  relu_dropout_backward_impl(y, dy, dx, i0, i1, scale);
 }
 
 }  // namespace kernels
 
 namespace {
 
-// out = x * (keep ? 1/(1-p) : 0), in blocks of 32 elements (8 Philox counters) across threads.
-Tensor masked_scale(const Tensor& x, uint64_t seed, uint64_t offset, double p) {
+template <class T>
+T keep_scale(double p) { return p >= 1 ? T(0) : T(1) / T(1 - p); }
+
+// out = x * (keep ? 1/(1-p) : 0), or relu(x) * (keep ? 1/(1-p) : 0) with relu, in blocks of 32
+// elements (8 Philox counters) across threads.
+Tensor masked_scale(const Tensor& x, uint64_t seed, uint64_t offset, double p, bool relu = false) {
   Tensor xc = x.contiguous();
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   kernels::DropoutStream s;
@@ -56,13 +82,18 @@ Tensor masked_scale(const Tensor& x, uint64_t seed, uint64_t offset, double p) {
   const int64_t n = x.numel();
   const int64_t blocks = (n + 31) / 32;
   ATTN_DISPATCH_FLOAT(x.dtype(), "dropout", [&] {
-    const T scale = p >= 1 ? T(0) : T(1) / T(1 - p);
+    const T scale = keep_scale<T>(p);
     const T* px = xc.data<T>();
     T* py = out.data<T>();
     parallel_for(0, blocks, 512, [&](int64_t b0, int64_t b1) {
       const int64_t i0 = b0 * 32, i1 = std::min(n, b1 * 32);
-      if (avx2) kernels::dropout_avx2(px, py, i0, i1, s, scale);
-      else kernels::dropout_scalar(px, py, i0, i1, s, scale);
+      if (relu) {
+        if (avx2) kernels::relu_dropout_avx2(px, py, i0, i1, s, scale);
+        else kernels::relu_dropout_scalar(px, py, i0, i1, s, scale);
+      } else {
+        if (avx2) kernels::dropout_avx2(px, py, i0, i1, s, scale);
+        else kernels::dropout_scalar(px, py, i0, i1, s, scale);
+      }
     });
   });
   return out;
@@ -75,7 +106,48 @@ struct DropoutNode : autograd::Node {
   std::vector<Tensor> backward(const Tensor& dout) override { return {masked_scale(dout, seed, offset, p)}; }
 };
 
+// relu_dropout's backward from its output y alone: dx = y > 0 ? dy / (1 - p) : 0.
+struct ReluDropoutNode : autograd::Node {
+  Tensor y;
+  double p = 0;
+  const char* name() const override { return "relu_dropout"; }
+  std::vector<Tensor> backward(const Tensor& dout) override {
+    Tensor d = dout.contiguous();
+    Tensor dx = Tensor::empty(y.shape(), y.dtype());
+    const bool avx2 = active_isa() >= Isa::avx2;
+    const int64_t n = y.numel();
+    ATTN_DISPATCH_FLOAT(y.dtype(), "relu_dropout backward", [&] {
+      const T scale = keep_scale<T>(p);
+      const T *py = y.data<T>(), *pd = d.data<T>();
+      T* px = dx.data<T>();
+      parallel_for(0, n, 16384, [&](int64_t i0, int64_t i1) {
+        if (avx2) kernels::relu_dropout_backward_avx2(py, pd, px, i0, i1, scale);
+        else kernels::relu_dropout_backward_scalar(py, pd, px, i0, i1, scale);
+      });
+    });
+    return {dx};
+  }
+  void release() override { y = Tensor(); }
+};
+
 }  // namespace
+
+Tensor relu_dropout(const Tensor& x, double p, bool training, Generator& g) {
+  ATTN_CHECK(p >= 0.0 && p <= 1.0, "relu_dropout: p must be in [0, 1], got ", p);
+  if (!training || p == 0.0) return relu(x);
+  ATTN_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::f64, "relu_dropout: expected a f32 or f64 tensor, got ",
+             dtype_name(x.dtype()));
+  const uint64_t seed = g.seed();
+  const uint64_t offset = g.reserve(uint64_t(x.numel()));
+  Tensor out = masked_scale(x.detach(), seed, offset, p, true);
+  if (autograd::needs_grad({x})) {
+    auto n = std::make_shared<ReluDropoutNode>();
+    n->y = out.detach();
+    n->p = p;
+    autograd::attach(out, n, {x});
+  }
+  return out;
+}
 
 Tensor dropout(const Tensor& x, double p, bool training, Generator& g) {
   ATTN_CHECK(p >= 0.0 && p <= 1.0, "dropout: p must be in [0, 1], got ", p);

@@ -1,6 +1,7 @@
 // Dropout's AVX2 kernel: Philox4x32-10 on 8 counters at once (one 32-bit word of each counter per
 // lane), a 4x8 transpose to element order, an integer threshold test and a masked scale. Tails
-// (fewer than 32 elements) go to the scalar kernel. Compiled with -mavx2 -mfma.
+// (fewer than 32 elements) go to the scalar kernel; the same loop, with relu applied first, is
+// relu_dropout's. Compiled with -mavx2 -mfma.
 #include <immintrin.h>
 
 #include "dropout_kernels.h"
@@ -58,9 +59,16 @@ inline void keep_masks(const DropoutStream& s, uint64_t g0, __m256i out[4]) {
   out[3] = _mm256_permute2x128_si256(u2, u3, 0x31);
 }
 
-}  // namespace
+// relu as attn's unary kernel: x > 0 ? x : (NaN ? x : 0) — "not (x <= 0)", unordered included.
+inline __m256 relu8(__m256 x) {
+  return _mm256_and_ps(x, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_NLE_UQ));
+}
+inline __m256d relu4(__m256d x) {
+  return _mm256_and_pd(x, _mm256_cmp_pd(x, _mm256_setzero_pd(), _CMP_NLE_UQ));
+}
 
-void dropout_avx2(const float* x, float* y, int64_t i0, int64_t i1, const DropoutStream& s, float scale) {
+template <bool Relu>
+void masked_scale_f32(const float* x, float* y, int64_t i0, int64_t i1, const DropoutStream& s, float scale) {
   const __m256 sc = _mm256_set1_ps(scale);
   int64_t i = i0;
   for (; i + 32 <= i1; i += 32) {
@@ -68,13 +76,19 @@ void dropout_avx2(const float* x, float* y, int64_t i0, int64_t i1, const Dropou
     keep_masks(s, uint64_t(i / 4), m);
     for (int k = 0; k < 4; ++k) {
       const __m256 f = _mm256_and_ps(_mm256_castsi256_ps(m[k]), sc);
-      _mm256_storeu_ps(y + i + 8 * k, _mm256_mul_ps(_mm256_loadu_ps(x + i + 8 * k), f));
+      __m256 v = _mm256_loadu_ps(x + i + 8 * k);
+      if constexpr (Relu) v = relu8(v);
+      _mm256_storeu_ps(y + i + 8 * k, _mm256_mul_ps(v, f));
     }
   }
-  if (i < i1) dropout_scalar(x, y, i, i1, s, scale);
+  if (i < i1) {
+    if constexpr (Relu) relu_dropout_scalar(x, y, i, i1, s, scale);
+    else dropout_scalar(x, y, i, i1, s, scale);
+  }
 }
 
-void dropout_avx2(const double* x, double* y, int64_t i0, int64_t i1, const DropoutStream& s, double scale) {
+template <bool Relu>
+void masked_scale_f64(const double* x, double* y, int64_t i0, int64_t i1, const DropoutStream& s, double scale) {
   const __m256d sc = _mm256_set1_pd(scale);
   int64_t i = i0;
   for (; i + 32 <= i1; i += 32) {
@@ -84,11 +98,51 @@ void dropout_avx2(const double* x, double* y, int64_t i0, int64_t i1, const Drop
       const __m256i lo = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(m[k]));
       const __m256i hi = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(m[k], 1));
       const __m256d f0 = _mm256_and_pd(_mm256_castsi256_pd(lo), sc), f1 = _mm256_and_pd(_mm256_castsi256_pd(hi), sc);
-      _mm256_storeu_pd(y + i + 8 * k, _mm256_mul_pd(_mm256_loadu_pd(x + i + 8 * k), f0));
-      _mm256_storeu_pd(y + i + 8 * k + 4, _mm256_mul_pd(_mm256_loadu_pd(x + i + 8 * k + 4), f1));
+      __m256d v0 = _mm256_loadu_pd(x + i + 8 * k), v1 = _mm256_loadu_pd(x + i + 8 * k + 4);
+      if constexpr (Relu) { v0 = relu4(v0); v1 = relu4(v1); }
+      _mm256_storeu_pd(y + i + 8 * k, _mm256_mul_pd(v0, f0));
+      _mm256_storeu_pd(y + i + 8 * k + 4, _mm256_mul_pd(v1, f1));
     }
   }
-  if (i < i1) dropout_scalar(x, y, i, i1, s, scale);
+  if (i < i1) {
+    if constexpr (Relu) relu_dropout_scalar(x, y, i, i1, s, scale);
+    else dropout_scalar(x, y, i, i1, s, scale);
+  }
+}
+
+}  // namespace
+
+void dropout_avx2(const float* x, float* y, int64_t i0, int64_t i1, const DropoutStream& s, float scale) {
+  masked_scale_f32<false>(x, y, i0, i1, s, scale);
+}
+void dropout_avx2(const double* x, double* y, int64_t i0, int64_t i1, const DropoutStream& s, double scale) {
+  masked_scale_f64<false>(x, y, i0, i1, s, scale);
+}
+void relu_dropout_avx2(const float* x, float* y, int64_t i0, int64_t i1, const DropoutStream& s, float scale) {
+  masked_scale_f32<true>(x, y, i0, i1, s, scale);
+}
+void relu_dropout_avx2(const double* x, double* y, int64_t i0, int64_t i1, const DropoutStream& s, double scale) {
+  masked_scale_f64<true>(x, y, i0, i1, s, scale);
+}
+
+void relu_dropout_backward_avx2(const float* y, const float* dy, float* dx, int64_t i0, int64_t i1, float scale) {
+  const __m256 sc = _mm256_set1_ps(scale), zero = _mm256_setzero_ps();
+  int64_t i = i0;
+  for (; i + 8 <= i1; i += 8) {
+    const __m256 live = _mm256_cmp_ps(_mm256_loadu_ps(y + i), zero, _CMP_GT_OQ);
+    _mm256_storeu_ps(dx + i, _mm256_and_ps(live, _mm256_mul_ps(_mm256_loadu_ps(dy + i), sc)));
+  }
+  if (i < i1) relu_dropout_backward_scalar(y, dy, dx, i, i1, scale);
+}
+
+void relu_dropout_backward_avx2(const double* y, const double* dy, double* dx, int64_t i0, int64_t i1, double scale) {
+  const __m256d sc = _mm256_set1_pd(scale), zero = _mm256_setzero_pd();
+  int64_t i = i0;
+  for (; i + 4 <= i1; i += 4) {
+    const __m256d live = _mm256_cmp_pd(_mm256_loadu_pd(y + i), zero, _CMP_GT_OQ);
+    _mm256_storeu_pd(dx + i, _mm256_and_pd(live, _mm256_mul_pd(_mm256_loadu_pd(dy + i), sc)));
+  }
+  if (i < i1) relu_dropout_backward_scalar(y, dy, dx, i, i1, scale);
 }
 
 }  // namespace attn::kernels

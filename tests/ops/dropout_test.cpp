@@ -181,3 +181,69 @@ TEST(Dropout, Errors) {
   EXPECT_EQ(error_of([&] { dropout(Tensor::zeros({3}, DType::i64), 0.5, true); }),
             "dropout: expected a f32 or f64 tensor, got i64");
 }
+
+// relu_dropout is dropout(relu(x)) in one pass: the same values bit for bit, the same draws, on
+// every ISA path, at sizes around the 4-element group, the 32-element AVX2 block and the 8-wide
+// backward, with NaN, ±inf and ±0 among the inputs.
+TEST(ReluDropout, EqualsDropoutOfReluOnEveryIsa) {
+  const Isa saved = active_isa();
+  for (int k = 0; k <= int(detected_isa()); ++k) {
+    set_isa(Isa(k));
+    Generator data(311);
+    for (DType dt : {DType::f32, DType::f64}) {
+      for (int64_t n : {1, 3, 4, 7, 8, 9, 31, 32, 33, 67, 1031, 65537}) {
+        for (double p : {0.1, 0.5, 1.0 / 3.0}) {
+          std::vector<double> v = randn({n}, data, DType::f64).to_vector<double>();
+          const double specials[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0};
+          for (size_t i = 0; i < v.size() && i < 40; i += 7) v[i] = specials[(i / 7) % 5];
+          Tensor x = Tensor::from_vector<double>(v, {n}).to(dt);
+          Tensor gout = randn({n}, data, dt);
+          Generator g1(91 + uint64_t(n)), g2(91 + uint64_t(n));
+          g1.reserve(5);
+          g2.reserve(5);
+          Tensor x1 = x.clone().requires_grad_(), x2 = x.clone().requires_grad_();
+          Tensor y1 = relu_dropout(x1, p, true, g1);
+          Tensor y2 = dropout(relu(x2), p, true, g2);
+          const std::string at = std::string(isa_name(Isa(k))) + " " + dtype_name(dt) + " n=" + std::to_string(n) +
+                                 " p=" + std::to_string(p);
+          EXPECT_TENSOR_NEAR(y1, y2, 0, 0) << at;
+          EXPECT_EQ(g1.offset(), g2.offset()) << at;
+          y1.backward(gout);
+          y2.backward(gout);
+          // relu's backward passes dy where x > 0; the fused one where y > 0: the same elements
+          // (+inf kept included, NaN excluded by both).
+          EXPECT_TENSOR_NEAR(x1.grad(), x2.grad(), 0, 0) << at;
+        }
+      }
+    }
+  }
+  set_isa(saved);
+}
+
+TEST(ReluDropout, ReluWhenEvalOrPZeroAndZerosAtPOne) {
+  Generator data(312);
+  Tensor x = randn({5, 7}, data);
+  Generator g(1);
+  EXPECT_TENSOR_NEAR(relu_dropout(x, 0.5, false, g), relu(x), 0, 0);
+  EXPECT_TENSOR_NEAR(relu_dropout(x, 0.0, true, g), relu(x), 0, 0);
+  EXPECT_EQ(g.offset(), 0u) << "no counters drawn";
+  Tensor xx = x.clone().requires_grad_();
+  Tensor y = relu_dropout(xx, 1.0, true, g);
+  EXPECT_TENSOR_NEAR(y, Tensor::zeros({5, 7}), 0, 0);
+  sum(y).backward();
+  EXPECT_TENSOR_NEAR(xx.grad(), Tensor::zeros({5, 7}), 0, 0);
+  EXPECT_EQ(error_of([&] { relu_dropout(x, 2.0, true, g); }), "relu_dropout: p must be in [0, 1], got 2");
+}
+
+TEST(ReluDropout, FiniteDifferencesWithFixedMaskAndStridedInput) {
+  Generator data(313);
+  Tensor x = randn({6, 5}, data, DType::f64).t();   // non-contiguous (5, 6)
+  EXPECT_TRUE(test::gradcheck(
+      [&](const std::vector<Tensor>& in) {
+        Generator g(4);
+        return relu_dropout(in[0], 0.3, true, g);
+      },
+      {x}));
+  Generator g1(9), g2(9);
+  EXPECT_TENSOR_NEAR(relu_dropout(x, 0.3, true, g1), relu_dropout(x.contiguous(), 0.3, true, g2), 0, 0);
+}

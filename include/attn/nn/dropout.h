@@ -18,6 +18,7 @@ class Dropout : public Module {
   explicit Dropout(const DropoutOptions& o = {}, Generator* g = nullptr);
   explicit Dropout(double p, Generator* g = nullptr) : Dropout(DropoutOptions{p}, g) {}
   Tensor forward(const Tensor& x) const;
+  Tensor forward_relu(const Tensor& x) const;   // forward(relu(x)) in one pass (attn::relu_dropout)
   double p() const { return opt_.p; }
 
  private:
