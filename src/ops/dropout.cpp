@@ -36,17 +36,14 @@ static void dropout_scalar_impl(const T* x, T* y, int64_t i0, int64_t i1, const 
   }
 }
 
-void dropout_scalar(const float* x, float* y, int64_t i0, int64_t i1, const DropoutStream& s, float scale) {
-  dropout_scalar_impl<false>(x, y, i0, i1, s, scale);
+void dropout_scalar(const float* x, float* y, int64_t i0, int64_t i1, const DropoutStream& s, float scale, bool relu) {
+  if (relu) dropout_scalar_impl<true>(x, y, i0, i1, s, scale);
+  else dropout_scalar_impl<false>(x, y, i0, i1, s, scale);
 }
-void dropout_scalar(const double* x, double* y, int64_t i0, int64_t i1, const DropoutStream& s, double scale) {
-  dropout_scalar_impl<false>(x, y, i0, i1, s, scale);
-}
-void relu_dropout_scalar(const float* x, float* y, int64_t i0, int64_t i1, const DropoutStream& s, float scale) {
-  dropout_scalar_impl<true>(x, y, i0, i1, s, scale);
-}
-void relu_dropout_scalar(const double* x, double* y, int64_t i0, int64_t i1, const DropoutStream& s, double scale) {
-  dropout_scalar_impl<true>(x, y, i0, i1, s, scale);
+void dropout_scalar(const double* x, double* y, int64_t i0, int64_t i1, const DropoutStream& s, double scale,
+                    bool relu) {
+  if (relu) dropout_scalar_impl<true>(x, y, i0, i1, s, scale);
+  else dropout_scalar_impl<false>(x, y, i0, i1, s, scale);
 }
 
 template <class T>
@@ -87,13 +84,8 @@ Tensor masked_scale(const Tensor& x, uint64_t seed, uint64_t offset, double p, b
     T* py = out.data<T>();
     parallel_for(0, blocks, 512, [&](int64_t b0, int64_t b1) {
       const int64_t i0 = b0 * 32, i1 = std::min(n, b1 * 32);
-      if (relu) {
-        if (avx2) kernels::relu_dropout_avx2(px, py, i0, i1, s, scale);
-        else kernels::relu_dropout_scalar(px, py, i0, i1, s, scale);
-      } else {
-        if (avx2) kernels::dropout_avx2(px, py, i0, i1, s, scale);
-        else kernels::dropout_scalar(px, py, i0, i1, s, scale);
-      }
+      if (avx2) kernels::dropout_avx2(px, py, i0, i1, s, scale, relu);
+      else kernels::dropout_scalar(px, py, i0, i1, s, scale, relu);
     });
   });
   return out;
@@ -130,16 +122,24 @@ struct ReluDropoutNode : autograd::Node {
   void release() override { y = Tensor(); }
 };
 
+// The common part of dropout and relu_dropout once p, training and the dtype are settled: draws
+// numel counters from g and returns the masked output, with the stream's (seed, offset).
+Tensor draw_masked(const char* op, const Tensor& x, double p, Generator& g, bool relu, uint64_t& seed,
+                   uint64_t& offset) {
+  ATTN_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::f64, op, ": expected a f32 or f64 tensor, got ",
+             dtype_name(x.dtype()));
+  seed = g.seed();
+  offset = g.reserve(uint64_t(x.numel()));
+  return masked_scale(x.detach(), seed, offset, p, relu);
+}
+
 }  // namespace
 
 Tensor relu_dropout(const Tensor& x, double p, bool training, Generator& g) {
   ATTN_CHECK(p >= 0.0 && p <= 1.0, "relu_dropout: p must be in [0, 1], got ", p);
   if (!training || p == 0.0) return relu(x);
-  ATTN_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::f64, "relu_dropout: expected a f32 or f64 tensor, got ",
-             dtype_name(x.dtype()));
-  const uint64_t seed = g.seed();
-  const uint64_t offset = g.reserve(uint64_t(x.numel()));
-  Tensor out = masked_scale(x.detach(), seed, offset, p, true);
+  uint64_t seed = 0, offset = 0;
+  Tensor out = draw_masked("relu_dropout", x, p, g, true, seed, offset);
   if (autograd::needs_grad({x})) {
     auto n = std::make_shared<ReluDropoutNode>();
     n->y = out.detach();
@@ -152,11 +152,8 @@ Tensor relu_dropout(const Tensor& x, double p, bool training, Generator& g) {
 Tensor dropout(const Tensor& x, double p, bool training, Generator& g) {
   ATTN_CHECK(p >= 0.0 && p <= 1.0, "dropout: p must be in [0, 1], got ", p);
   if (!training || p == 0.0) return x;
-  ATTN_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::f64, "dropout: expected a f32 or f64 tensor, got ",
-             dtype_name(x.dtype()));
-  const uint64_t seed = g.seed();
-  const uint64_t offset = g.reserve(uint64_t(x.numel()));
-  Tensor out = masked_scale(x.detach(), seed, offset, p);
+  uint64_t seed = 0, offset = 0;
+  Tensor out = draw_masked("dropout", x, p, g, false, seed, offset);
   if (autograd::needs_grad({x})) {
     auto n = std::make_shared<DropoutNode>();
     n->seed = seed; n->offset = offset; n->p = p;

@@ -81,10 +81,7 @@ void masked_scale_f32(const float* x, float* y, int64_t i0, int64_t i1, const Dr
       _mm256_storeu_ps(y + i + 8 * k, _mm256_mul_ps(v, f));
     }
   }
-  if (i < i1) {
-    if constexpr (Relu) relu_dropout_scalar(x, y, i, i1, s, scale);
-    else dropout_scalar(x, y, i, i1, s, scale);
-  }
+  if (i < i1) dropout_scalar(x, y, i, i1, s, scale, Relu);
 }
 
 template <bool Relu>
@@ -104,25 +101,18 @@ void masked_scale_f64(const double* x, double* y, int64_t i0, int64_t i1, const 
       _mm256_storeu_pd(y + i + 8 * k + 4, _mm256_mul_pd(v1, f1));
     }
   }
-  if (i < i1) {
-    if constexpr (Relu) relu_dropout_scalar(x, y, i, i1, s, scale);
-    else dropout_scalar(x, y, i, i1, s, scale);
-  }
+  if (i < i1) dropout_scalar(x, y, i, i1, s, scale, Relu);
 }
 
 }  // namespace
 
-void dropout_avx2(const float* x, float* y, int64_t i0, int64_t i1, const DropoutStream& s, float scale) {
-  masked_scale_f32<false>(x, y, i0, i1, s, scale);
+void dropout_avx2(const float* x, float* y, int64_t i0, int64_t i1, const DropoutStream& s, float scale, bool relu) {
+  if (relu) masked_scale_f32<true>(x, y, i0, i1, s, scale);
+  else masked_scale_f32<false>(x, y, i0, i1, s, scale);
 }
-void dropout_avx2(const double* x, double* y, int64_t i0, int64_t i1, const DropoutStream& s, double scale) {
-  masked_scale_f64<false>(x, y, i0, i1, s, scale);
-}
-void relu_dropout_avx2(const float* x, float* y, int64_t i0, int64_t i1, const DropoutStream& s, float scale) {
-  masked_scale_f32<true>(x, y, i0, i1, s, scale);
-}
-void relu_dropout_avx2(const double* x, double* y, int64_t i0, int64_t i1, const DropoutStream& s, double scale) {
-  masked_scale_f64<true>(x, y, i0, i1, s, scale);
+void dropout_avx2(const double* x, double* y, int64_t i0, int64_t i1, const DropoutStream& s, double scale, bool relu) {
+  if (relu) masked_scale_f64<true>(x, y, i0, i1, s, scale);
+  else masked_scale_f64<false>(x, y, i0, i1, s, scale);
 }
 
 void relu_dropout_backward_avx2(const float* y, const float* dy, float* dx, int64_t i0, int64_t i1, float scale) {

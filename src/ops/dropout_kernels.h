@@ -7,7 +7,7 @@
 // (word >> 8) / 2^24: so keep_i == (philox_uniform(seed, offset, i) >= p) for
 // threshold = ceil(p * 2^24).
 //
-// The relu_ variants compute relu(x) * (keep_i ? scale : 0) in the same pass (relu as attn's:
+// With relu, the kernels compute relu(x) * (keep_i ? scale : 0) in the same pass (relu as attn's:
 // x > 0 ? x : (NaN ? x : 0)), so that dropout(relu(x)) costs one read and one write instead of two;
 // relu_dropout_backward_* is dx = (y > 0 ? dy * scale : 0) from the fused output y alone (y > 0 iff
 // x > 0 and the element was kept, since scale >= 1), without regenerating the mask.
@@ -21,14 +21,11 @@ struct DropoutStream {
   uint32_t threshold = 0;
 };
 
-void dropout_scalar(const float* x, float* y, int64_t i0, int64_t i1, const DropoutStream& s, float scale);
-void dropout_scalar(const double* x, double* y, int64_t i0, int64_t i1, const DropoutStream& s, double scale);
-void dropout_avx2(const float* x, float* y, int64_t i0, int64_t i1, const DropoutStream& s, float scale);
-void dropout_avx2(const double* x, double* y, int64_t i0, int64_t i1, const DropoutStream& s, double scale);
-void relu_dropout_scalar(const float* x, float* y, int64_t i0, int64_t i1, const DropoutStream& s, float scale);
-void relu_dropout_scalar(const double* x, double* y, int64_t i0, int64_t i1, const DropoutStream& s, double scale);
-void relu_dropout_avx2(const float* x, float* y, int64_t i0, int64_t i1, const DropoutStream& s, float scale);
-void relu_dropout_avx2(const double* x, double* y, int64_t i0, int64_t i1, const DropoutStream& s, double scale);
+void dropout_scalar(const float* x, float* y, int64_t i0, int64_t i1, const DropoutStream& s, float scale, bool relu);
+void dropout_scalar(const double* x, double* y, int64_t i0, int64_t i1, const DropoutStream& s, double scale,
+                    bool relu);
+void dropout_avx2(const float* x, float* y, int64_t i0, int64_t i1, const DropoutStream& s, float scale, bool relu);
+void dropout_avx2(const double* x, double* y, int64_t i0, int64_t i1, const DropoutStream& s, double scale, bool relu);
 void relu_dropout_backward_scalar(const float* y, const float* dy, float* dx, int64_t i0, int64_t i1, float scale);
 void relu_dropout_backward_scalar(const double* y, const double* dy, double* dx, int64_t i0, int64_t i1, double scale);
 void relu_dropout_backward_avx2(const float* y, const float* dy, float* dx, int64_t i0, int64_t i1, float scale);
