@@ -2,7 +2,10 @@
 # Installs what attn needs from Debian's packages (as root). `--test` adds the test-only packages.
 # Skips apt entirely when everything is already installed.
 set -euo pipefail
-pkgs=(g++ cmake ninja-build libdnnl-dev nlohmann-json3-dev libcli11-dev zlib1g-dev libpng-dev
+# ocl-icd-opencl-dev: Debian's oneDNN is built with the OpenCL GPU runtime, so its CMake package
+# (find_package(dnnl)) requires OpenCL's headers and library; apt only recommends it, and
+# --no-install-recommends skips it (machines with a full CUDA toolkit happened to provide OpenCL).
+pkgs=(g++ cmake ninja-build libdnnl-dev ocl-icd-opencl-dev nlohmann-json3-dev libcli11-dev zlib1g-dev libpng-dev
       libjpeg62-turbo-dev dataset-fashion-mnist libsentencepiece-dev pkg-config sword-text-kjv sword-text-sparv)
 if [[ "${1:-}" == "--test" ]]; then
   # libopenblas0-pthread: without it Debian's torch falls back to the reference BLAS (~1 GFLOP/s), which
