@@ -4,8 +4,11 @@
 # weights) at 2 threads, f32, for ViT-B/16 batch 1 and 8, DeiT-Ti and DeiT-S batch 1. Both sides run
 # with OMP_WAIT_POLICY=PASSIVE and without; the better median of each is compared (the table says
 # which setting won). Also checks the memory target: steady-state RSS <= 1.3 x weights + 100 MB.
+# --dtype bf16: both sides in bf16 (attn --dtype bf16; the peer casts the model and input to bf16),
+# against the bf16 targets (batch 1 >= 1.8x, batch 8 >= 1.5x). bf16 needs a CPU with a native bf16
+# GEMM (AVX512-BF16 or AMX); elsewhere attn falls back to its emulated path and the ratio means little.
 #
-#   bash bench/vit_infer.sh [BUILD_DIR] [--iters N] [--threads T] [--quick]
+#   bash bench/vit_infer.sh [BUILD_DIR] [--iters N] [--threads T] [--dtype f32|bf16] [--quick]
 #
 # BUILD_DIR defaults to build (it needs BUILD_DIR/attn). --quick runs DeiT-Ti only (plumbing check).
 # Writes one JSON line per run to $WORK/vit_infer.jsonl (WORK defaults to a temp dir) and prints a table.
@@ -15,13 +18,15 @@ build=${1:-build}
 [[ $# -gt 0 ]] && shift
 iters=20
 threads=2
+dtype=f32
 quick=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --iters) iters=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
+    --dtype) dtype=$2; shift 2 ;;
     --quick) quick=1; shift ;;
-    *) echo "vit_infer.sh: unknown argument '$1' (expected --iters N, --threads T, --quick)" >&2; exit 2 ;;
+    *) echo "vit_infer.sh: unknown argument '$1' (expected --iters N, --threads T, --dtype f32|bf16, --quick)" >&2; exit 2 ;;
   esac
 done
 [[ "$build" = /* ]] || build="$root/$build"
@@ -35,28 +40,35 @@ out="$work/vit_infer.jsonl"
 # model batch target
 cases=("vit_base_patch16_224 1 1.45" "vit_base_patch16_224 8 1.2" "deit_tiny_patch16_224 1 2.0"
        "deit_small_patch16_224 1 2.0")
-[[ $quick = 1 ]] && cases=("deit_tiny_patch16_224 1 2.0")
+case $dtype in
+  f32) ;;
+  bf16) cases=("vit_base_patch16_224 1 1.8" "vit_base_patch16_224 8 1.5" "deit_tiny_patch16_224 1 1.8"
+               "deit_small_patch16_224 1 1.8") ;;
+  *) echo "vit_infer.sh: --dtype expects f32 or bf16, got '$dtype'" >&2; exit 2 ;;
+esac
+[[ $quick = 1 ]] && cases=("${cases[2]}")
 
 for c in "${cases[@]}"; do
   read -r model batch target <<<"$c"
   for policy in PASSIVE default; do
     envs=(env -u OMP_WAIT_POLICY ATTN_NO_REEXEC=1)
     [[ $policy = PASSIVE ]] && envs=(env OMP_WAIT_POLICY=PASSIVE ATTN_NO_REEXEC=1)
-    echo "== $model batch $batch, $policy: attn" >&2
-    a=$("${envs[@]}" "$attn" bench --model "$model" --batch "$batch" --threads "$threads" --iters "$iters" --json | tail -1)
-    echo "== $model batch $batch, $policy: torch" >&2
+    echo "== $model batch $batch, $dtype, $policy: attn" >&2
+    a=$("${envs[@]}" "$attn" bench --model "$model" --batch "$batch" --threads "$threads" --iters "$iters" \
+          --dtype "$dtype" --json | tail -1)
+    echo "== $model batch $batch, $dtype, $policy: torch" >&2
     t=$("${envs[@]}" /usr/bin/python3 "$root/bench/peers/vit_infer.py" --model "$model" --batch "$batch" \
-          --threads "$threads" --iters "$iters" | tail -1)
+          --threads "$threads" --iters "$iters" --dtype "$dtype" | tail -1)
     printf '{"model":"%s","batch":%s,"target":%s,"policy":"%s","attn":%s,"torch":%s}\n' \
       "$model" "$batch" "$target" "$policy" "$a" "$t" >>"$out"
   done
 done
 
-/usr/bin/python3 - "$out" "$threads" <<'EOF'
+/usr/bin/python3 - "$out" "$threads" "$dtype" <<'EOF'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-threads = sys.argv[2]
-print(f"\nViT inference, f32, {threads} threads, median latency (best of PASSIVE / default per side)")
+threads, dtype = sys.argv[2], sys.argv[3]
+print(f"\nViT inference, {dtype}, {threads} threads, median latency (best of PASSIVE / default per side)")
 print(f"{'model':24} {'batch':>5} {'attn ms':>9} {'(set)':>8} {'torch ms':>9} {'(set)':>8} {'ratio':>6} {'target':>7}  state   "
       f"{'RSS MB':>7} {'weights':>8} {'limit':>7}  memory")
 keys = []

@@ -4,6 +4,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <functional>
 #include <iomanip>
 #include <map>
 #include <set>
@@ -78,6 +79,29 @@ std::vector<std::pair<std::string, Tensor>> dedup(std::vector<std::pair<std::str
   return out;
 }
 }  // namespace
+
+void Module::to(DType dt) {
+  ATTN_CHECK(is_floating(dt), "Module::to: expected a floating dtype (f32, f64, bf16), got ",
+             dtype_name(dt));
+  // One converted tensor per distinct source tensor, so tied entries stay tied.
+  std::vector<std::pair<Tensor, Tensor>> done;
+  std::function<void(Module&)> rec = [&](Module& m) {
+    auto convert = [&](Tensor& t, bool param) {
+      if (!t.defined() || t.dtype() == dt || !is_floating(t.dtype())) return;
+      for (const auto& [from, into] : done)
+        if (from.is_same(t)) { t = into; return; }
+      Tensor c = t.detach().to(dt).contiguous();
+      if (c.is_same(t)) c = c.clone();
+      if (param) c.requires_grad_(true);
+      done.emplace_back(t, c);
+      t = c;
+    };
+    for (auto& e : m.params_) convert(e.tensor, true);
+    for (auto& e : m.buffers_) convert(e.tensor, false);
+    for (auto& [name, child] : m.children_) rec(*child);
+  };
+  rec(*this);
+}
 
 std::vector<std::pair<std::string, Tensor>> Module::named_parameters(bool recurse) const {
   std::vector<std::pair<std::string, Tensor>> out;

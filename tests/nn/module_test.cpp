@@ -243,6 +243,47 @@ TEST(Module, TiedWeightsListedOnce) {
   EXPECT_TENSOR_NEAR(t.b->forward(x), matmul(x, t.a->weight.t()), 0, 0);
 }
 
+TEST(Module, ToConvertsFloatsKeepsTiesAndIntegerBuffers) {
+  struct Tied : nn::Module {
+    std::shared_ptr<nn::Linear> a, b;
+    Tensor& steps;
+    Tied() : steps(register_buffer("steps", Tensor::from_vector<int64_t>({7}, {1}))) {
+      a = register_module("a", std::make_shared<nn::Linear>(4, 4));
+      b = register_module("b", std::make_shared<nn::Linear>(4, 4, false));
+      b->weight = a->weight;
+    }
+  };
+  Tied t;
+  const Tensor w32 = t.a->weight.detach().clone();
+  Tensor x = Tensor::ones({1, 4});
+  sum(t.a->forward(x)).backward();
+  ASSERT_TRUE(t.a->weight.grad().defined());
+  t.to(DType::f64);
+  EXPECT_EQ(t.a->weight.dtype(), DType::f64);
+  EXPECT_EQ(t.a->bias.dtype(), DType::f64);
+  EXPECT_TRUE(t.b->weight.is_same(t.a->weight)) << "tied weights must stay one tensor";
+  EXPECT_EQ(t.steps.dtype(), DType::i64);
+  EXPECT_TRUE(t.a->weight.requires_grad());
+  EXPECT_TRUE(t.a->weight.is_leaf());
+  EXPECT_FALSE(t.a->weight.grad().defined());
+  EXPECT_TENSOR_NEAR(t.a->weight, w32.to(DType::f64), 0, 0);
+  EXPECT_EQ(t.named_parameters().size(), 2u);
+  Tensor y = t.b->forward(x.to(DType::f64));
+  EXPECT_EQ(y.dtype(), DType::f64);
+  sum(y).backward();
+  EXPECT_TRUE(t.a->weight.grad().defined());
+  EXPECT_EQ(t.a->weight.grad().dtype(), DType::f64);
+  t.to(DType::f32);
+  EXPECT_EQ(t.a->weight.dtype(), DType::f32);
+  EXPECT_TENSOR_NEAR(t.a->weight, w32, 0, 0);
+  try {
+    t.to(DType::i32);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "Module::to: expected a floating dtype (f32, f64, bf16), got i32");
+  }
+}
+
 class LinearVsTorch : public ::testing::TestWithParam<bool> {};
 
 TEST_P(LinearVsTorch, ForwardBackward) {

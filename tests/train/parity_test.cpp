@@ -80,7 +80,8 @@ struct Encoder : nn::Module {
 };
 
 template <class M>
-void run_parity(M& model, const Tensor& x, const Tensor& y, const std::string& func, nlohmann::json args) {
+void run_parity(M& model, const Tensor& x, const Tensor& y, const std::string& func, nlohmann::json args,
+                double param_tol = 1e-4) {
   const int steps = 10;
   args["steps"] = steps;
   args["lr"] = 1e-3;
@@ -94,14 +95,14 @@ void run_parity(M& model, const Tensor& x, const Tensor& y, const std::string& f
   std::vector<double> losses;
   // A tensor agrees when ||a - b|| <= 1e-4 ||b|| (relative in the L2 norm: elementwise relative error
   // is meaningless for entries that are sums cancelling to ~0, which Adam then scales up to ~lr).
-  auto rel_near = [](const Tensor& a, const Tensor& b) -> ::testing::AssertionResult {
+  auto rel_near = [](const Tensor& a, const Tensor& b, double tol = 1e-4) -> ::testing::AssertionResult {
     Tensor a64 = a.to(DType::f64), b64 = b.to(DType::f64);
     const double dn = std::sqrt(sum((a64 - b64) * (a64 - b64)).item()), bn = std::sqrt(sum(b64 * b64).item());
     const double rel = dn / std::max(bn, 1e-30);
     auto c = test::compare(a, b, 0, 0);
     char buf[160];
     std::snprintf(buf, sizeof buf, "rel L2 diff %.3g, max abs diff %.3g", rel, c.max_abs);
-    if (rel <= 1e-4) return ::testing::AssertionSuccess() << buf;
+    if (rel <= tol) return ::testing::AssertionSuccess() << buf;
     return ::testing::AssertionFailure() << buf;
   };
   for (int s = 0; s < steps; ++s) {
@@ -139,7 +140,7 @@ void run_parity(M& model, const Tensor& x, const Tensor& y, const std::string& f
       mine = concat({mine.slice(0, 0, d), mine.slice(0, 2 * d, 3 * d)}, 0);
       theirs = concat({theirs.slice(0, 0, d), theirs.slice(0, 2 * d, 3 * d)}, 0);
     }
-    auto r = rel_near(mine, theirs);
+    auto r = rel_near(mine, theirs, param_tol);
     std::printf("  param %-22s %s\n", n.c_str(), r.message());
     EXPECT_TRUE(r) << "param after 10 steps " << n;
   }
@@ -161,7 +162,15 @@ TEST(TrainingParity, Mlp784_512_512_10) {
       return v;
     }(), {32});
   }
-  run_parity(model, x, y, "parity.mlp", {{"sizes", {784, 512, 512, 10}}});
+  // The ReLU MLP memorising one batch has a bifurcation at step 9: whether one unit's pre-activation
+  // falls just above or below zero depends on f32 rounding order, and Adam turns that unit's changed
+  // gradient into full-size steps. attn against itself with the input scaled by 1 + 1e-7 lands
+  // 5.4e-4 (fc1.weight) to 8.3e-4 (fc1.bias) apart after 10 steps, the same distance that separates
+  // it from PyTorch when oneDNN runs its AVX-512 kernels (Zen 4, 2026-11-30; with ONEDNN_MAX_CPU_ISA=AVX2
+  // attn and PyTorch take the same branch, ~1e-6 apart). So the parameters after 10 steps are held to
+  // 2e-3 here; the step-1 logits and gradients (1e-4) and the 10 losses (1e-4) stay tight, and a
+  // wrong optimiser step would be off by ~lr * steps / |w| ~ 1e-1.
+  run_parity(model, x, y, "parity.mlp", {{"sizes", {784, 512, 512, 10}}}, 2e-3);
 }
 
 TEST(TrainingParity, PreNormEncoder2Layers) {

@@ -62,6 +62,12 @@ class Module {
   bool is_training() const { return training_; }
   // Drops every parameter's gradient (as PyTorch's set_to_none=True).
   void zero_grad();
+  // Converts every floating-point parameter and buffer, recursively, to `dt` (f32, f64 or bf16), as
+  // PyTorch's module.to(dtype) / .double(): integer buffers (num_batches_tracked) are left alone,
+  // parameters stay leaves that require grad (their gradients are dropped), and a tensor shared by
+  // two names (tied weights) stays shared. Layers that hold derived copies of weights are not
+  // refreshed: convert before the first forward.
+  void to(DType dt);
 
   // Parameters and persistent buffers, detached views of the live storage.
   io::TensorList state_dict() const;

@@ -182,6 +182,8 @@ def resnet(inp, args):
     else:
         model = CifarResNet(args["in_channels"], args["stem_channels"], args["widths"], args["blocks"],
                             args["num_classes"])
+    if args.get("double"):
+        model.double()
     model.load_state_dict(_params(inp), strict=True)
     model.train(bool(args["training"]))
     x = inp["x"].clone().requires_grad_(True)
