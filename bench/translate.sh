@@ -5,6 +5,10 @@
 #   bench/translate.sh BUILD_DIR 6min [ARGS]  # attn trains 6 minutes, PyTorch the same steps, beam 4 too
 #   bench/translate.sh BUILD_DIR hour [ARGS]  # the 60-minute version
 #   bench/translate.sh BUILD_DIR custom ARGS  # any flags of translate_train_bench
+#     The hour in two halves (e.g. two sessions; the batches depend only on data, vocabulary and seed,
+#     and both halves print their FNV-1a hash):
+#       bench/translate.sh BUILD_DIR custom --minutes 60 --beam 4 --no-peer --work runs/translate_hour_attn
+#       bench/translate.sh BUILD_DIR custom --steps N --peer-only --work runs/translate_hour_peer  # N: the attn half's steps
 #   bench/translate.sh BUILD_DIR rnn-hour [ARGS]  # the RNN encoder-decoder with attention for the same
 #                                             # hour (RNN_MINUTES=N for another length) (`attn train --model rnn-attention`, same data, split,
 #                                             # vocabulary size and token budget; ARGS go to attn train,

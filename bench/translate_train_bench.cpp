@@ -5,6 +5,8 @@
 //
 //   build/bench/translate_train_bench --steps 30 --limit-test 50            # plumbing check
 //   build/bench/translate_train_bench --minutes 6 [--beam 4] [--threads 2]  # attn trains 6 min, torch as many steps
+//   build/bench/translate_train_bench --minutes 60 --no-peer               # attn's half of a long run ...
+//   build/bench/translate_train_bench --steps N --peer-only                # ... and PyTorch's, later, on the same N batches
 //
 // What it does:
 //  1. splits and tokenizer exactly as train_seq2seq (load_translation_data, train_translation_tokenizer),
@@ -22,6 +24,10 @@
 // cache warm-up); the ratio uses the latter. OpenMP's wait policy is read by libgomp before main(), so
 // set it in the environment (bench/translate.sh uses PASSIVE for both sides; the table says which):
 // libgomp's default spinning costs attn ~40% of its rate on a loaded 2-core machine.
+// Split runs: the batches depend only on the data, the vocabulary and the seed, so an attn-only run
+// (--no-peer) and a later --peer-only run with --steps set to the attn run's step count train on the
+// same batches; both print the batches' FNV-1a hash to show it. Speeds from different runs are not
+// compared (the ratio needs the same window); BLEU is a property of the steps, not of the window.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -69,7 +75,7 @@ struct Options {
   double lr = 1.0, label_smoothing = 0.1, beta2 = 0.98;
   uint64_t seed = 0;
   int64_t limit_train = 0, limit_test = 0, beam = 1, rate_skip = 10, log_every = 100;
-  bool peer = true;
+  bool peer = true, attn = true;
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -79,7 +85,7 @@ struct Options {
                "  --d-model, --heads, --encoder-layers, --decoder-layers, --layers (both), --d-ff, --dropout,\n"
                "  --share-embeddings 0|1, --tie-output 0|1, --vocab, --max-tokens, --max-length, --warmup, --lr,\n"
                "  --label-smoothing, --beta2, --seed, --limit-train, --limit-test, --beam N (attn only, extra),\n"
-               "  --rate-skip N, --log-every N, --no-peer, --sword-dir DIR\n",
+               "  --rate-skip N, --log-every N, --no-peer, --peer-only (needs --steps), --sword-dir DIR\n",
                why.c_str());
   std::exit(2);
 }
@@ -89,6 +95,7 @@ Options parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--no-peer") { o.peer = false; continue; }
+    if (a == "--peer-only") { o.attn = false; continue; }
     if (i + 1 >= argc) usage("flag " + a + " needs a value");
     const std::string v = argv[++i];
     auto I = [&] { return std::stoll(v); };
@@ -124,6 +131,8 @@ Options parse(int argc, char** argv) {
     else usage("unknown flag " + a);
   }
   if ((o.steps > 0) == (o.minutes > 0)) usage("give exactly one of --steps N (> 0) or --minutes M (> 0)");
+  if (!o.attn && o.steps <= 0) usage("--peer-only needs --steps N (the attn run's step count), not --minutes");
+  if (!o.attn && !o.peer) usage("--peer-only and --no-peer together leave nothing to run");
   return o;
 }
 
@@ -221,8 +230,22 @@ int main(int argc, char** argv) {
     std::vector<int64_t> step_tokens;
     const auto t_train = Clock::now();
     int64_t step = 0;
+    uint64_t batches_hash = 1469598103934665603ull;   // FNV-1a over every batch's shape and ids
+    auto hash_in = [&](int32_t v) {
+      for (int i = 0; i < 4; ++i) batches_hash = (batches_hash ^ uint8_t(uint32_t(v) >> (8 * i))) * 1099511628211ull;
+    };
     while (o.steps > 0 ? step < o.steps : since(t_train) < o.minutes * 60.0) {
       data::SeqBatch b = batcher.next();
+      if (!o.attn) {   // --peer-only: record the batch, train nothing
+        ++step;
+        const int64_t B = b.src.size(0), S = b.src.size(1), T = b.tgt_in.size(1);
+        shapes.insert(shapes.end(), {int32_t(B), int32_t(S), int32_t(T)});
+        ntok.push_back(int32_t(b.num_tgt_tokens));
+        append_i32(all_src, b.src);
+        append_i32(all_tin, b.tgt_in);
+        append_i32(all_tout, b.tgt_out);
+        continue;
+      }
       const auto t0 = Clock::now();
       sched.apply(opt, step + 1);   // the paper's step_num counts from 1
       Tensor loss = train::seq2seq_batch_loss(*model, b, o.label_smoothing);
@@ -246,6 +269,12 @@ int main(int argc, char** argv) {
                      (long long)step, lv, (long long)o.log_every, mean_tail(losses, size_t(o.log_every)),
                      rate(step_secs, step_tokens, size_t(o.rate_skip)), since(t_train));
     }
+    for (int32_t v : shapes) hash_in(v);
+    for (const auto* v : {&all_src, &all_tin, &all_tout})
+      for (int32_t x : *v) hash_in(x);
+    char hash_hex[17];
+    std::snprintf(hash_hex, sizeof hash_hex, "%016llx", (unsigned long long)batches_hash);
+    std::fprintf(stderr, "batches: %lld steps, FNV-1a %s\n", (long long)step, hash_hex);
     const double attn_wall = since(t_train);
     double attn_step_secs = 0;
     int64_t attn_tokens = 0;
@@ -286,19 +315,22 @@ int main(int argc, char** argv) {
     // ---- 4a. attn decoding: greedy (and beam with --beam N > 1), by the trainer's Translator.
     train::Translator tr(model, text::Tokenizer::deserialize(tok->serialize()), nlohmann::json::object());
     auto t_dec = Clock::now();
-    const std::vector<std::string> attn_hyps = tr.translate(test_src, 1);
-    const double attn_dec_secs = since(t_dec);
-    const text::BleuScore attn_bleu = text::corpus_bleu(attn_hyps, test_ref);
+    const std::vector<std::string> attn_hyps = o.attn ? tr.translate(test_src, 1) : std::vector<std::string>();
+    const double attn_dec_secs = o.attn ? since(t_dec) : NAN;
+    text::BleuScore attn_bleu;
+    if (o.attn) attn_bleu = text::corpus_bleu(attn_hyps, test_ref);
+    else attn_bleu.score = NAN;
     text::BleuScore attn_beam_bleu;
     double attn_beam_secs = 0;
-    if (o.beam > 1) {
+    if (o.attn && o.beam > 1) {
       t_dec = Clock::now();
       const std::vector<std::string> h = tr.translate(test_src, o.beam, 0.6);
       attn_beam_secs = since(t_dec);
       attn_beam_bleu = text::corpus_bleu(h, test_ref);
     }
-    std::fprintf(stderr, "attn: %lld steps, %.0f tok/s, greedy test %s (%.1f s)\n", (long long)step, attn_tps,
-                 attn_bleu.format().c_str(), attn_dec_secs);
+    if (o.attn)
+      std::fprintf(stderr, "attn: %lld steps, %.0f tok/s, greedy test %s (%.1f s)\n", (long long)step, attn_tps,
+                   attn_bleu.format().c_str(), attn_dec_secs);
 
     // ---- 3b/4b. the peer.
     nlohmann::json peer = nlohmann::json::object();
@@ -328,7 +360,8 @@ int main(int argc, char** argv) {
     {
       std::string text;
       for (size_t i = 0; i < test_src.size(); ++i)
-        text += "SRC " + test_src[i] + "\nREF " + test_ref[i] + "\nATTN " + attn_hyps[i] + "\nTORCH " +
+        text += "SRC " + test_src[i] + "\nREF " + test_ref[i] + "\nATTN " +
+                (i < attn_hyps.size() ? attn_hyps[i] : std::string()) + "\nTORCH " +
                 (i < torch_hyps.size() ? torch_hyps[i] : std::string()) + "\n\n";
       io::write_file_atomic(o.work + "/test_translations.txt", text);
     }
@@ -349,8 +382,9 @@ int main(int argc, char** argv) {
                 (long long)o.nhead, (long long)o.d_ff, o.dropout, (long long)tok->vocab_size(),
                 (long long)o.max_tokens, (long long)o.warmup, o.threads);
     std::printf("  %-34s %14s %14s %10s\n", "", "attn", "PyTorch", "attn/torch");
-    std::printf("  %-34s %14lld %14lld\n", "steps (same batches)", (long long)step,
-                (long long)peer.value("steps", int64_t(0)));
+    std::printf("  %-34s %14lld %14lld  (batches FNV-1a %s)\n", "steps (same batches)", o.attn ? (long long)step : 0LL,
+                (long long)peer.value("steps", int64_t(0)), hash_hex);
+    if (!o.attn) std::printf("  (--peer-only: attn did not train in this run; its columns are empty)\n");
     std::printf("  %-34s %14.0f %14.0f %9.2fx  (target >= 1.5x)\n",
                 ("target tokens/s (steps > " + std::to_string(o.rate_skip) + ")").c_str(), attn_tps, torch_tps, ratio);
     std::printf("  %-34s %14.0f %14.0f %9.2fx\n", "target tokens/s (all steps)", attn_tps_all, torch_tps_all,
@@ -361,7 +395,7 @@ int main(int argc, char** argv) {
                 torch_bleu.score, dbleu);
     std::printf("  %-34s %14.1f %14.1f  (attn: KV cache; torch: no cache)\n", "greedy decode of the test set, s",
                 attn_dec_secs, torch_dec);
-    if (o.beam > 1)
+    if (o.attn && o.beam > 1)
       std::printf("  %-34s %14.2f %14s  (%.1f s)\n", ("test BLEU, attn beam " + std::to_string(o.beam)).c_str(),
                   attn_beam_bleu.score, "-", attn_beam_secs);
     std::printf("  %-34s %14.1f %14.1f\n", "wall time, training loop / peer, s", attn_wall, peer_wall);
@@ -376,6 +410,7 @@ int main(int argc, char** argv) {
         {"bench", "translate_train"}, {"data", o.data}, {"model", mcfg}, {"threads", o.threads},
         {"max_tokens", o.max_tokens}, {"warmup_steps", o.warmup}, {"lr", o.lr}, {"label_smoothing", o.label_smoothing},
         {"steps", step}, {"test_sentences", test_ref.size()}, {"rate_skip_steps", o.rate_skip},
+        {"batches_fnv1a", hash_hex}, {"sides", o.attn ? (o.peer ? "both" : "attn only") : "peer only"},
         {"attn", {{"tokens_per_second", attn_tps}, {"tokens_per_second_all", attn_tps_all},
                   {"train_step_seconds", attn_step_secs}, {"train_wall_seconds", attn_wall},
                   {"mean_loss_last_100", attn_loss}, {"final_loss", losses.empty() ? NAN : losses.back()},
@@ -387,7 +422,7 @@ int main(int argc, char** argv) {
                    {"test_bleu_greedy_line", torch_bleu.format()}, {"greedy_decode_seconds", torch_dec},
                    {"decode", "greedy, batched 64, no KV cache"}, {"setting", "OMP_WAIT_POLICY=PASSIVE"}}},
         {"load_average_at_end", load_average()}, {"ratio_tokens_per_second", ratio}, {"bleu_difference", dbleu}, {"wall_seconds", since(t_all)}};
-    if (o.beam > 1) {
+    if (o.attn && o.beam > 1) {
       res["attn"]["test_bleu_beam"] = attn_beam_bleu.score;
       res["attn"]["beam"] = o.beam;
       res["attn"]["beam_decode_seconds"] = attn_beam_secs;

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "attn/attn.h"
 #include "torch_ref.h"
@@ -68,6 +69,31 @@ TEST(Tensor, DTypeConversion) {
             (std::vector<int32_t>{INT32_MIN, INT32_MIN, -354, 300, INT32_MIN, -7}));
   EXPECT_EQ(g.to(DType::u8).to_vector<uint8_t>(), (std::vector<uint8_t>{0, 0, 158, 44, 0, 249}));
   EXPECT_EQ(g.to(DType::bf16).to(DType::u8).to_vector<uint8_t>()[2], 158);   // bf16(-354.26) = -354
+}
+
+TEST(Tensor, Bf16ConversionOfEveryKindOfFloatEqualsTheScalarDefinition) {
+  // The contiguous f32 -> bf16 copy has its own (vectorised) loop: it must give bf16::from_float's
+  // bits for ties (even and odd), values that round up into the next binade or to infinity,
+  // subnormals, +-0, +-inf and NaNs with payloads, here among random bit patterns.
+  std::vector<uint32_t> bits = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00001u,
+                                0x7f800001u, 0x7fbfffffu, 0x3f808000u, 0x3f818000u, 0x3f80ffffu, 0x7f7fffffu,
+                                0x7f7f8000u, 0x00000001u, 0x807fffffu, 0x0000ffffu, 0x00008000u, 0x3fffffffu};
+  Generator g(5);
+  for (int i = 0; i < 70000; ++i) bits.push_back(uint32_t(g.next_u64()));
+  std::vector<float> f(bits.size());
+  std::memcpy(f.data(), bits.data(), bits.size() * 4);
+  Tensor b = Tensor::from_vector<float>(f, {int64_t(f.size())}).to(DType::bf16);
+  const bf16* p = b.data<bf16>();
+  int64_t wrong = 0;
+  for (size_t i = 0; i < f.size(); ++i)
+    if (p[i].bits != bf16::from_float(f[i]).bits && wrong++ < 5)
+      ADD_FAILURE() << "f32 bits 0x" << std::hex << bits[i] << ": got 0x" << p[i].bits << ", expected 0x"
+                    << bf16::from_float(f[i]).bits;
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(p[3].bits, 0xff80u);                // -inf
+  EXPECT_EQ(p[8].bits, 0x3f80u);                // a tie with an even lower half stays
+  EXPECT_EQ(p[9].bits, 0x3f82u);                // a tie with an odd lower half rounds up
+  EXPECT_EQ(p[12].bits, 0x7f80u);               // the largest values round to infinity
 }
 
 TEST(Tensor, BadInputMessages) {
