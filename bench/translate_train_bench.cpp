@@ -356,6 +356,8 @@ int main(int argc, char** argv) {
       ATTN_CHECK(torch_hyps.size() == test_ref.size(), "translate_train_bench: expected ", test_ref.size(),
                  " peer hypotheses, found ", torch_hyps.size());
       torch_bleu = text::corpus_bleu(torch_hyps, test_ref);
+    } else {
+      torch_bleu.score = NAN;   // --no-peer: no PyTorch column (not a BLEU of 0)
     }
     {
       std::string text;
