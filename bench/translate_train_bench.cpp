@@ -236,14 +236,13 @@ int main(int argc, char** argv) {
     };
     while (o.steps > 0 ? step < o.steps : since(t_train) < o.minutes * 60.0) {
       data::SeqBatch b = batcher.next();
-      if (!o.attn) {   // --peer-only: record the batch, train nothing
+      shapes.insert(shapes.end(), {int32_t(b.src.size(0)), int32_t(b.src.size(1)), int32_t(b.tgt_in.size(1))});
+      ntok.push_back(int32_t(b.num_tgt_tokens));
+      append_i32(all_src, b.src);
+      append_i32(all_tin, b.tgt_in);
+      append_i32(all_tout, b.tgt_out);
+      if (!o.attn) {   // --peer-only: the batch is recorded, nothing trains
         ++step;
-        const int64_t B = b.src.size(0), S = b.src.size(1), T = b.tgt_in.size(1);
-        shapes.insert(shapes.end(), {int32_t(B), int32_t(S), int32_t(T)});
-        ntok.push_back(int32_t(b.num_tgt_tokens));
-        append_i32(all_src, b.src);
-        append_i32(all_tin, b.tgt_in);
-        append_i32(all_tout, b.tgt_out);
         continue;
       }
       const auto t0 = Clock::now();
@@ -258,12 +257,6 @@ int main(int argc, char** argv) {
       losses.push_back(lv);
       step_tokens.push_back(b.num_tgt_tokens);
       ++step;
-      const int64_t B = b.src.size(0), S = b.src.size(1), T = b.tgt_in.size(1);
-      shapes.insert(shapes.end(), {int32_t(B), int32_t(S), int32_t(T)});
-      ntok.push_back(int32_t(b.num_tgt_tokens));
-      append_i32(all_src, b.src);
-      append_i32(all_tin, b.tgt_in);
-      append_i32(all_tout, b.tgt_out);
       if (o.log_every > 0 && step % o.log_every == 0)
         std::fprintf(stderr, "attn step %lld: loss %.4f (mean of last %lld %.4f), %.0f tok/s, %.0f s\n",
                      (long long)step, lv, (long long)o.log_every, mean_tail(losses, size_t(o.log_every)),

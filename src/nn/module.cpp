@@ -91,7 +91,6 @@ void Module::to(DType dt) {
       for (const auto& [from, into] : done)
         if (from.is_same(t)) { t = into; return; }
       Tensor c = t.detach().to(dt).contiguous();
-      if (c.is_same(t)) c = c.clone();
       if (param) c.requires_grad_(true);
       done.emplace_back(t, c);
       t = c;

@@ -342,19 +342,6 @@ D convert(S v) {
   }
 }
 
-// f32 -> bf16 as bf16::from_float (round to nearest even, NaN stays a quiet NaN with its sign and
-// upper payload), without its branch, so that the compiler vectorises the loop: every Linear of a
-// bf16 model rounds its f32 input this way, and the scalar loop was 5% of DeiT-Ti's bf16 inference.
-void f32_to_bf16(const float* s, bf16* d, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    uint32_t u;
-    std::memcpy(&u, s + i, 4);
-    const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-    const uint32_t nan = (u >> 16) | 0x40u;
-    d[i].bits = uint16_t((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
-  }
-}
-
 template <class S>
 void copy_from(Tensor& dst, const Tensor& src) {
   auto go = [&](auto* dp) {
@@ -367,8 +354,6 @@ void copy_from(Tensor& dst, const Tensor& src) {
       const int64_t n = dst.numel();
       if constexpr (std::is_same_v<S, D>) {
         std::memcpy(d0, s0, size_t(n) * sizeof(S));
-      } else if constexpr (std::is_same_v<S, float> && std::is_same_v<D, bf16>) {
-        parallel_for(0, n, 65536, [&](int64_t b, int64_t e) { f32_to_bf16(s0 + b, d0 + b, e - b); });
       } else {
         parallel_for(0, n, 65536, [&](int64_t b, int64_t e) {
           for (int64_t i = b; i < e; ++i) d0[i] = convert<D>(s0[i]);

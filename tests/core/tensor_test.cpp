@@ -72,8 +72,8 @@ TEST(Tensor, DTypeConversion) {
 }
 
 TEST(Tensor, Bf16ConversionOfEveryKindOfFloatEqualsTheScalarDefinition) {
-  // The contiguous f32 -> bf16 copy has its own (vectorised) loop: it must give bf16::from_float's
-  // bits for ties (even and odd), values that round up into the next binade or to infinity,
+  // The contiguous f32 -> bf16 copy (a parallel, vectorisable loop over bf16::from_float) must give
+  // the scalar conversion's bits for ties (even and odd), values that round up into the next binade or to infinity,
   // subnormals, +-0, +-inf and NaNs with payloads, here among random bit patterns.
   std::vector<uint32_t> bits = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00001u,
                                 0x7f800001u, 0x7fbfffffu, 0x3f808000u, 0x3f818000u, 0x3f80ffffu, 0x7f7fffffu,

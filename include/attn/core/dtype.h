@@ -19,10 +19,11 @@ struct bf16 {
   static bf16 from_float(float f) {
     uint32_t u;
     std::memcpy(&u, &f, 4);
+    // Branch-free (a select, not a jump), so that conversion loops vectorise.
+    const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    const uint32_t quiet_nan = (u >> 16) | 0x40u;
     bf16 r;
-    if ((u & 0x7fffffffu) > 0x7f800000u) { r.bits = uint16_t((u >> 16) | 0x40); return r; }
-    u += 0x7fffu + ((u >> 16) & 1u);
-    r.bits = uint16_t(u >> 16);
+    r.bits = uint16_t((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
     return r;
   }
   float to_float() const {
