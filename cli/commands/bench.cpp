@@ -6,12 +6,11 @@
 // Prints the latency median and p90 over N timed forward passes (after W warm-up passes), images/s,
 // GFLOP/s (2 x the model's macs_per_image x batch / median), the fraction of the GEMM ceiling measured
 // in the same run (a 2048^3 f32 matmul through attn's matmul, i.e. oneDNN, timed for --gemm-seconds;
-// the best repetition counts), and the peak resident memory (VmHWM of /proc/self/status) after loading
-// and after the timed passes (steady state). The ceiling is measured last, so its buffers do not count
+// the best repetition counts), the peak resident memory (VmHWM of /proc/self/status) of the load and,
+// counted afresh after it, of the passes (steady state), and the tensor bytes of the model and of a
+// pass. The ceiling is measured last, so its buffers do not count
 // in the steady-state peak. Weights are random (the registry's init) unless --weights gives an attn
 // checkpoint or foreign ViT/DeiT weights (timm / hf / torchvision layout, detected from the keys).
-#include <malloc.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -138,11 +137,14 @@ void add_bench(CLI::App& app) {
     model->eval();
     if (o->dtype == "bf16")
       nn::convert_linear_weights_to_bf16(*model);   // random weights; a no-op for loaded ones (bf16 already)
-    // Hand freed pages back: the f32 weights a bf16 model replaced, and the temporaries of random
-    // initialisation (the heap keeps large frees otherwise; attn raises glibc's trim threshold).
-    malloc_trim(0);
+    // Hand freed memory back: the f32 weights a bf16 model replaced, and the temporaries of random
+    // initialisation (freed blocks are cached for reuse, and the heap keeps large frees otherwise).
+    release_cached_memory();
     const double load_s = seconds_since(t_load);
     const int64_t hwm_load = proc_status_bytes("VmHWM");
+    // Restart the high-water mark (Linux: writing 5 to clear_refs resets VmHWM), so that the steady
+    // state's peak is its own and not the load's.
+    { std::ofstream("/proc/self/clear_refs") << "5"; }
 
     const nlohmann::json cfg = model->config();
     ATTN_CHECK(cfg.contains("image_size") && cfg.contains("in_channels"), "bench: model '", o->model,
@@ -151,6 +153,8 @@ void add_bench(CLI::App& app) {
     Generator g(0);
     const Tensor x = randn({o->batch, ch, s, s}, g);
     std::vector<double> times;
+    const int64_t live_before = memory_stats().live_bytes;
+    reset_peak_memory();
     {
       NoGradGuard ng;
       for (int64_t i = 0; i < o->warmup; ++i) (void)model->forward(x);
@@ -161,6 +165,7 @@ void add_bench(CLI::App& app) {
       }
     }
     const int64_t hwm_steady = proc_status_bytes("VmHWM"), rss_steady = proc_status_bytes("VmRSS");
+    const int64_t act_peak = memory_stats().peak_bytes - live_before;   // tensors a pass allocates
     std::sort(times.begin(), times.end());
     const double median = percentile(times, 0.5), p90 = percentile(times, 0.9);
     const int64_t macs = model->macs_per_image();
@@ -191,7 +196,9 @@ void add_bench(CLI::App& app) {
                           {"weights_mb", double(params_bytes) / 1e6},
                           {"peak_rss_load_mb", double(hwm_load) / 1e6},
                           {"peak_rss_steady_mb", double(hwm_steady) / 1e6},
-                          {"rss_steady_mb", double(rss_steady) / 1e6}};
+                          {"rss_steady_mb", double(rss_steady) / 1e6},
+                          {"tensor_bytes_model_mb", double(live_before) / 1e6},
+                          {"tensor_bytes_pass_peak_mb", double(act_peak) / 1e6}};
       std::printf("%s\n", j.dump().c_str());
     } else {
       std::printf("%s  batch %lld  threads %d  %s  %s weights (%.1f MB), loaded in %.2f s\n", o->model.c_str(),
@@ -206,6 +213,8 @@ void add_bench(CLI::App& app) {
                     (long long)o->gemm_size, o->dtype.c_str(), 100.0 * gflops / ceiling);
       std::printf("memory      peak RSS after load %.1f MB, steady state peak %.1f MB (RSS now %.1f MB)\n",
                   double(hwm_load) / 1e6, double(hwm_steady) / 1e6, double(rss_steady) / 1e6);
+      std::printf("tensors     model %.1f MB, a forward pass's tensors at most %.1f MB more\n", double(live_before) / 1e6,
+                  double(act_peak) / 1e6);
     }
     std::fflush(stdout);
   });

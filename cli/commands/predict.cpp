@@ -14,7 +14,6 @@
 // bilinear) and normalised with the checkpoint's mean/std, as in training. 1000-class models print
 // the ImageNet class names (a Hugging Face config's id2label wins when given). An image that cannot
 // be read gets an error line naming it; the others are still classified; the exit code is then 1.
-#include <malloc.h>
 
 #include <algorithm>
 #include <cmath>
@@ -228,7 +227,7 @@ void add_predict(CLI::App& app) {
     pr.model->eval();
     // --dtype bf16: the Linear weights were made bf16 before loading and converted as they were
     // streamed in, so the f32 source weights were never held whole; hand back what the load freed.
-    malloc_trim(0);
+    release_cached_memory();
 
     nlohmann::json results = nlohmann::json::array();
     int64_t failed = 0;

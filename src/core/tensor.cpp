@@ -63,10 +63,11 @@ Shape contiguous_strides(const Shape& s) {
 }
 
 namespace {
-// Training allocates and frees the same large activation buffers every step. glibc serves blocks
-// over 128 KiB with fresh mmap()s, so every step would page-fault its memory in again (about a
-// tenth of a ViT training step in profiles). Raising the mmap threshold keeps those blocks in the
-// heap for reuse; trimming is raised with it so freed memory is not handed back at once.
+// Training allocates and frees the same activation buffers every step. glibc serves blocks over
+// 128 KiB with fresh mmap()s, so every step would page-fault its memory in again (about a tenth of
+// a ViT training step in profiles). Tensors of 1 MiB and more come from attn's block cache
+// (src/core/memory.cpp); for those between 128 KiB and 1 MiB, raising the mmap threshold keeps them
+// in the heap for reuse, and trimming is raised with it so freed memory is not handed back at once.
 [[maybe_unused]] const bool g_malloc_tuned = [] {
 #if defined(__GLIBC__)
   mallopt(M_MMAP_THRESHOLD, 512 << 20);
@@ -79,14 +80,14 @@ namespace {
 Storage::Storage(size_t n) : nbytes(n) {
   size_t rounded = (n + 63) / 64 * 64;
   if (rounded == 0) rounded = 64;
-  data = std::aligned_alloc(64, rounded);
-  if (!data) fail("Storage: could not allocate ", n, " bytes");
+  data = detail::storage_alloc(rounded);
   detail::note_storage_alloc(rounded);
 }
 
 Storage::~Storage() {
-  std::free(data);
-  detail::note_storage_free(nbytes == 0 ? 64 : (nbytes + 63) / 64 * 64);
+  const size_t rounded = nbytes == 0 ? 64 : (nbytes + 63) / 64 * 64;
+  detail::storage_free(data, rounded);
+  detail::note_storage_free(rounded);
 }
 
 TensorImpl& Tensor::impl() const {

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "attn/core/memory.h"
 #include "attn/nn/init.h"
 #include "attn/ops/matmul.h"
 
@@ -56,6 +57,9 @@ int64_t linear_weights_to_bf16(Module& m, const char* what, bool keep_values) {
     saved += l->weight.numel() * 2;
     // The f32 storage is freed here unless something else holds it.
     l->weight = keep_values ? l->weight.detach().to(DType::bf16) : Tensor::empty(l->weight.shape(), DType::bf16);
+    // Hand the freed f32 weight back at once (a freed block waits in the cache for its size class,
+    // and the bf16 weights that follow are of other sizes), so the peak stays one weight above.
+    if (l->weight.numel() * 4 >= (int64_t(1) << 20)) release_cached_memory();
   }
   return saved;
 }

@@ -1,7 +1,7 @@
 // nn::Module: registration, traversal, train/eval, state dicts and the parameter table.
+#include "attn/core/memory.h"
 #include "attn/nn/module.h"
 
-#include <malloc.h>
 
 #include <algorithm>
 #include <functional>
@@ -259,9 +259,9 @@ void Module::load_safetensors_streamed(const io::SafetensorsReader& file, bool s
     auto it = mine.find(name);
     if (it == mine.end() || !done.insert(name).second) continue;   // non-strict: not the model's
     it->second.copy_(file.read(i));   // converts the dtype; the f32 source is dropped at once
-    // Its pages back to the OS: the heap keeps freed memory resident otherwise (src/core/tensor.cpp's
-    // mallopt), and a later, larger tensor may not fit the hole.
-    if (file.entries()[i].end - file.entries()[i].begin >= (uint64_t(1) << 20)) malloc_trim(0);
+    // Its pages back to the OS: freed blocks stay cached and the heap keeps freed memory resident
+    // otherwise (src/core/memory.cpp), and the next source tensor may be of another size.
+    if (file.entries()[i].end - file.entries()[i].begin >= (uint64_t(1) << 20)) release_cached_memory();
   }
 }
 

@@ -15,6 +15,42 @@ TEST(Tensor, StorageIsAligned) {
   EXPECT_TRUE(t.is_contiguous());
 }
 
+TEST(Memory, LargeTensorsReuseCachedBlocksOfTheirSizeClass) {
+  if (!block_cache_enabled()) GTEST_SKIP() << "sanitizer build: every tensor comes from malloc";
+  release_cached_memory();
+  ASSERT_EQ(memory_stats().cached_bytes, 0);
+  const int64_t n = (int64_t(3) << 20) / 4;   // 3 MiB of f32: its own size class
+  void* first = nullptr;
+  {
+    Tensor t = Tensor::empty({n});
+    first = t.raw_data();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % 64, 0u);
+    std::memset(first, 1, size_t(n) * 4);   // all of it is writable
+  }
+  EXPECT_EQ(memory_stats().cached_bytes, int64_t(3) << 20);
+  {
+    Tensor a = Tensor::empty({n - 100});   // a little smaller: the same class, the same block
+    EXPECT_EQ(a.raw_data(), first);
+    EXPECT_EQ(memory_stats().cached_bytes, 0);
+    Tensor b = Tensor::empty({n});   // nothing cached now: a new block
+    EXPECT_NE(b.raw_data(), first);
+    Tensor c = Tensor::zeros({2 * n});   // zeros() still clears a reused block
+    c.fill_(7.0);
+  }
+  {
+    Tensor c = Tensor::zeros({2 * n});   // takes the block the first c freed
+    const float* pc = c.data<float>();
+    int64_t nonzero = 0;
+    for (int64_t i = 0; i < 2 * n; ++i) nonzero += pc[i] != 0.0f;
+    EXPECT_EQ(nonzero, 0);
+  }
+  EXPECT_EQ(memory_stats().cached_bytes, (int64_t(3) << 20) * 2 + (int64_t(6) << 20));
+  { Tensor small = Tensor::empty({1000}); }   // under 1 MiB: malloc, never cached
+  EXPECT_EQ(memory_stats().cached_bytes, (int64_t(3) << 20) * 2 + (int64_t(6) << 20));
+  release_cached_memory();
+  EXPECT_EQ(memory_stats().cached_bytes, 0);
+}
+
 TEST(Tensor, ViewsShareStorage) {
   Tensor t = Tensor::arange(24, DType::f32).reshape({2, 3, 4});
   Tensor p = t.permute({2, 0, 1});

@@ -1,6 +1,5 @@
 // Layout detection, dispatch to the per-layout maps, and load_foreign_vit (model construction,
 // position-embedding resampling, strict load with one error naming the layout).
-#include <malloc.h>
 
 #include <cctype>
 #include <cmath>
@@ -9,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "attn/core/memory.h"
 #include "attn/autograd/grad_mode.h"
 #include "attn/core/error.h"
 #include "attn/io/name_maps.h"
@@ -304,10 +304,9 @@ ForeignVit load_foreign_vit(const SafetensorsReader& file, const ForeignVitOptio
       v = Tensor();
     }
     fixed.clear();
-    // Hand the group's freed source pages back now: with the mmap and trim thresholds that
-    // src/core/tensor.cpp sets for training, every tensor lives in the heap and freed memory stays
-    // resident until a trim.
-    malloc_trim(0);
+    // Hand the group's freed source tensors back now: freed blocks stay cached for reuse and the
+    // heap keeps freed memory resident (src/core/memory.cpp, src/core/tensor.cpp) until released.
+    release_cached_memory();
   }
   check_match(m, given, mine, r, o);
   return r;
