@@ -14,7 +14,6 @@
 // bilinear) and normalised with the checkpoint's mean/std, as in training. 1000-class models print
 // the ImageNet class names (a Hugging Face config's id2label wins when given). An image that cannot
 // be read gets an error line naming it; the others are still classified; the exit code is then 1.
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

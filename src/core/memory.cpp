@@ -50,8 +50,7 @@ struct Block {
 
 struct BlockCache {
   std::mutex mu;
-  std::list<Block> blocks;   // oldest first
-  int64_t bytes = 0;
+  std::list<Block> blocks;   // oldest first; their bytes are g_cached (changed under mu)
 
   // At most the larger of 512 MiB and the most tensor bytes ever live at once: the cache can at
   // most double a process's footprint, and a steady loop's blocks always fit.
@@ -64,8 +63,7 @@ struct BlockCache {
       if (it->bytes == cls) {
         void* p = it->p;
         blocks.erase(std::next(it).base());
-        bytes -= int64_t(cls);
-        g_cached.store(bytes, std::memory_order_relaxed);
+        g_cached.fetch_sub(int64_t(cls), std::memory_order_relaxed);
         return p;
       }
     return nullptr;
@@ -75,7 +73,7 @@ struct BlockCache {
     {
       std::lock_guard<std::mutex> lk(mu);
       blocks.push_back({p, cls});
-      bytes += int64_t(cls);
+      int64_t bytes = g_cached.load(std::memory_order_relaxed) + int64_t(cls);
       const int64_t limit = cap();
       while (bytes > limit && !blocks.empty()) {
         bytes -= int64_t(blocks.front().bytes);
@@ -90,7 +88,6 @@ struct BlockCache {
     {
       std::lock_guard<std::mutex> lk(mu);
       all.swap(blocks);
-      bytes = 0;
       g_cached.store(0, std::memory_order_relaxed);
     }
     for (const Block& b : all) munmap(b.p, b.bytes);
@@ -133,7 +130,8 @@ void* storage_alloc(size_t bytes) {
     const size_t cls = block_class(bytes);
     if (void* p = cache().take(cls)) return p;
     void* p = mmap(nullptr, cls, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) fail("Storage: could not map ", bytes, " bytes (", cache().bytes, " bytes cached)");
+    if (p == MAP_FAILED) fail("Storage: could not map ", bytes, " bytes (", g_cached.load(std::memory_order_relaxed),
+                                 " bytes cached)");
     return p;
   }
 #endif

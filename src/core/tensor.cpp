@@ -75,19 +75,19 @@ namespace {
 #endif
   return true;
 }();
+
+// What Storage allocates for n bytes: a whole number of 64-byte lines, at least one.
+size_t storage_bytes(size_t n) { return n == 0 ? 64 : (n + 63) / 64 * 64; }
 }  // namespace
 
 Storage::Storage(size_t n) : nbytes(n) {
-  size_t rounded = (n + 63) / 64 * 64;
-  if (rounded == 0) rounded = 64;
-  data = detail::storage_alloc(rounded);
-  detail::note_storage_alloc(rounded);
+  data = detail::storage_alloc(storage_bytes(n));
+  detail::note_storage_alloc(storage_bytes(n));
 }
 
 Storage::~Storage() {
-  const size_t rounded = nbytes == 0 ? 64 : (nbytes + 63) / 64 * 64;
-  detail::storage_free(data, rounded);
-  detail::note_storage_free(rounded);
+  detail::storage_free(data, storage_bytes(nbytes));
+  detail::note_storage_free(storage_bytes(nbytes));
 }
 
 TensorImpl& Tensor::impl() const {

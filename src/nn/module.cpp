@@ -1,7 +1,5 @@
 // nn::Module: registration, traversal, train/eval, state dicts and the parameter table.
-#include "attn/core/memory.h"
 #include "attn/nn/module.h"
-
 
 #include <algorithm>
 #include <functional>
@@ -11,6 +9,7 @@
 #include <sstream>
 
 #include "attn/autograd/grad_mode.h"
+#include "attn/core/memory.h"
 
 namespace attn::nn {
 

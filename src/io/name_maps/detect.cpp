@@ -1,6 +1,5 @@
 // Layout detection, dispatch to the per-layout maps, and load_foreign_vit (model construction,
 // position-embedding resampling, strict load with one error naming the layout).
-
 #include <cctype>
 #include <cmath>
 #include <map>
@@ -8,9 +7,9 @@
 #include <set>
 #include <sstream>
 
-#include "attn/core/memory.h"
 #include "attn/autograd/grad_mode.h"
 #include "attn/core/error.h"
+#include "attn/core/memory.h"
 #include "attn/io/name_maps.h"
 #include "attn/io/pos_resample.h"
 #include "attn/nn/init.h"
