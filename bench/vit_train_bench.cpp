@@ -8,8 +8,8 @@
 // --steps 0 skips the training step (for profiling the inference alone).
 // --model vit_fmnist_small measures the 2-hour-budget ViT (D 128, heads 4, MLP 256) instead.
 //
-// --rounds N times the inference N times, alternating attn and PyTorch, and reports the median of the
-// per-round ratios (the training step is timed once).
+// --rounds N times training and inference N times, alternating attn and PyTorch, and reports the
+// medians of the per-round ratios.
 //
 //   build/bench/vit_train_bench [--threads 2] [--steps 10] [--infer-reps 10] [--no-peer] [--model NAME]
 //                               [--rounds 1]
@@ -32,7 +32,7 @@
 using namespace attn;
 
 int main(int argc, char** argv) {
-  int threads = 2, steps = 10, infer_reps = 10, rounds = 1;
+  int threads = 2, steps = 10, infer_reps = 10, rounds = 1, accum = 1;
   bool peer = true;
   std::string model_name = "vit_fmnist";
   for (int i = 1; i < argc; ++i) {
@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) steps = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--infer-reps") && i + 1 < argc) infer_reps = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--no-peer")) peer = false;
+    else if (!std::strcmp(argv[i], "--accum") && i + 1 < argc) accum = std::max(1, std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--model") && i + 1 < argc) model_name = argv[++i];
   }
@@ -60,13 +61,27 @@ int main(int argc, char** argv) {
   for (auto& y : ys) y = g.randint(10);
   Tensor y = Tensor::from_vector(ys, {B});
   auto step = [&] {
-    Tensor loss = cross_entropy(model->forward(x), y, {.label_smoothing = 0.1});
-    loss.backward();
+    if (accum == 1) {
+      Tensor loss = cross_entropy(model->forward(x), y, {.label_smoothing = 0.1});
+      loss.backward();
+    } else {
+      const int64_t mb = B / accum;
+      for (int a = 0; a < accum; ++a) {
+        Tensor loss = cross_entropy(model->forward(x.slice(0, a * mb, (a + 1) * mb)), y.slice(0, a * mb, (a + 1) * mb),
+                                    {.label_smoothing = 0.1});
+        mul(loss, 1.0 / accum).backward();
+      }
+    }
     opt.step();
     opt.zero_grad();
   };
-  const double ms = steps > 0 ? bench::time_ms(step, steps, 2) : NAN;   // --steps 0: inference only (profiling)
-  model->eval();
+  // --steps 0: inference only (profiling). Training is timed in every round (train mode), inference after it.
+  auto attn_train = [&] {
+    model->train();
+    const double t = steps > 0 ? bench::time_ms(step, steps, 2) : NAN;
+    model->eval();
+    return t;
+  };
   Tensor xi = randn({BI, 1, 28, 28}, g);
   auto attn_infer = [&] {
     return bench::time_ms([&] {
@@ -75,30 +90,33 @@ int main(int argc, char** argv) {
     }, infer_reps, 2);
   };
 
-  // Inference in rounds (attn, then PyTorch; the first round's PyTorch call also times training):
-  // this machine has slow phases lasting seconds to minutes, and a ratio is only fair within one.
-  double torch_ms = NAN;
+  // Rounds of (attn training + inference, then PyTorch training + inference): this machine has slow
+  // phases lasting seconds to minutes (memory-side: the FMA probe stays the same), and a ratio is only
+  // fair within one. Each round's ratios are taken, and their medians reported.
+  std::vector<double> attn_tr, torch_tr, train_ratios;
   int torch_chunk = 0;
   nlohmann::json torch_by_chunk = nlohmann::json::object(), rounds_json = nlohmann::json::array();
   std::vector<double> attn_inf, torch_inf, ratios;
   const std::string script = std::string(ATTN_SOURCE_DIR) + "/bench/peers/vit_train.py";
   for (int r = 0; r < rounds; ++r) {
-    const double a = attn_infer();
-    double t = NAN;
+    const double at = attn_train();
+    const double a = infer_reps > 0 ? attn_infer() : NAN;
+    double t = NAN, tt = NAN;
     if (peer) {
       std::string out = bench::last_line(bench::run_capture(
           "OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 " + script + " --threads " + std::to_string(threads) + " --steps " +
-          std::to_string(r == 0 ? steps : 0) + " --infer-reps " + std::to_string(infer_reps) + " --model " + model_name +
+          std::to_string(steps) + " --infer-reps " + std::to_string(infer_reps) + " --model " + model_name +
           " --infer-chunks 0,16,32"));
       try {
         auto j = nlohmann::json::parse(out);
-        if (r == 0 && !j.at("ms").is_null()) torch_ms = j.at("ms").get<double>();
-        t = j.at("infer_ms").get<double>();
+        if (!j.at("ms").is_null()) tt = j.at("ms").get<double>();
+        if (!j.at("infer_ms").is_null()) t = j.at("infer_ms").get<double>();
         if (r == 0) {
           torch_chunk = j.value("infer_chunk", 0);
           if (j.contains("infer_ms_by_chunk")) torch_by_chunk = j.at("infer_ms_by_chunk");
         }
-        rounds_json.push_back({{"attn_infer_ms", a}, {"torch_infer_ms", t}, {"torch_infer_chunk", j.value("infer_chunk", 0)}});
+        rounds_json.push_back({{"attn_ms", at}, {"torch_ms", tt}, {"attn_infer_ms", a}, {"torch_infer_ms", t},
+                               {"torch_infer_chunk", j.value("infer_chunk", 0)}});
       } catch (...) {
         std::fprintf(stderr, "peer failed: %s\n", out.c_str());
       }
@@ -106,13 +124,21 @@ int main(int argc, char** argv) {
     attn_inf.push_back(a);
     torch_inf.push_back(t);
     ratios.push_back(t / a);
-    if (rounds > 1) std::printf("  inference round %d: attn %.1f ms, PyTorch %.1f ms, %.2fx\n", r + 1, a, t, t / a);
+    attn_tr.push_back(at);
+    torch_tr.push_back(tt);
+    train_ratios.push_back(tt / at);
+    if (rounds > 1)
+      std::printf("  round %d: training attn %.1f ms, PyTorch %.1f ms, %.2fx; inference attn %.1f ms, PyTorch %.1f ms, %.2fx\n",
+                  r + 1, at, tt, tt / at, a, t, t / a);
   }
-  auto median = [](std::vector<double> v) {
+  auto median = [](std::vector<double> v) {   // of the finite entries; NaN when there are none
+    v.erase(std::remove_if(v.begin(), v.end(), [](double d) { return !std::isfinite(d); }), v.end());
+    if (v.empty()) return double(NAN);
     std::sort(v.begin(), v.end());
     return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
   };
   const double infer_ms = median(attn_inf), torch_infer_ms = median(torch_inf), infer_ratio = median(ratios);
+  const double ms = median(attn_tr), torch_ms = median(torch_tr), train_ratio = median(train_ratios);
   std::printf("%s (%s, drop-path 0.1), f32, %d threads, median\n", model_name.c_str(),
               model_name == "vit_fmnist" ? "patch 4, D 192, depth 6, heads 3, MLP 768"
                                          : "patch 4, D 128, depth 6, heads 4, MLP 256",
@@ -120,7 +146,8 @@ int main(int argc, char** argv) {
   std::printf("  training step, batch %lld, AdamW (%d steps)\n", (long long)B, steps);
   std::printf("    attn     %9.1f ms  %8.0f img/s\n", ms, B / (ms * 1e-3));
   std::printf("    PyTorch  %9.1f ms  %8.0f img/s  (OMP_WAIT_POLICY=PASSIVE)\n", torch_ms, B / (torch_ms * 1e-3));
-  std::printf("    attn / PyTorch images/s = %.2fx\n", torch_ms / ms);
+  std::printf("    attn / PyTorch images/s = %.2fx%s\n", train_ratio,
+              rounds > 1 ? " (median of the rounds' ratios; times are medians too)" : "");
   std::printf("  inference, batch %lld (%d reps)\n", (long long)BI, infer_reps);
   const auto* vit = dynamic_cast<const models::VisionTransformer*>(model.get());
   const long chunk = vit ? long(vit->inference_chunk()) : 0;
@@ -134,8 +161,8 @@ int main(int argc, char** argv) {
                                {"attn_infer_ms", infer_ms}, {"attn_infer_chunk", chunk},
                                {"torch_infer_ms", torch_infer_ms}, {"torch_infer_chunk", torch_chunk},
                                {"torch_infer_ms_by_chunk", torch_by_chunk},
-                               {"train_speedup", torch_ms / ms}, {"infer_speedup", infer_ratio},
-                               {"infer_rounds", rounds_json}})
+                               {"train_speedup", train_ratio}, {"infer_speedup", infer_ratio},
+                               {"rounds", rounds_json}})
                    .dump()
             << std::endl;
 }

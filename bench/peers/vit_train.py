@@ -128,9 +128,10 @@ def main():
                     model(xi)
                 if i >= 2:
                     ti.append((time.perf_counter() - t0) * 1e3)
-            by_chunk[chunk] = median(ti)
-    best = min(by_chunk, key=by_chunk.get)
-    print(json.dumps({"ms": median(ts) if ts else None, "infer_ms": by_chunk[best], "infer_chunk": best,
+            by_chunk[chunk] = median(ti) if ti else None
+    by_chunk = {c: t for c, t in by_chunk.items() if t is not None}
+    best = min(by_chunk, key=by_chunk.get) if by_chunk else 0
+    print(json.dumps({"ms": median(ts) if ts else None, "infer_ms": by_chunk.get(best), "infer_chunk": best,
                       "infer_ms_by_chunk": {str(c): t for c, t in by_chunk.items()}}))
 
 

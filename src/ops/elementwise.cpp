@@ -83,11 +83,32 @@ Tensor binary_forward(Bin k, const Tensor& a, const Tensor& b) {
                               T* d = o + off[0];
                               const T* x = pa + off[1];
                               const T* y = pb + off[2];
-                              if (st[1] == 1 && st[2] == 0 && k == Bin::add) {
+                              // Rows against a broadcast scalar (a per-sample scale such as drop-path's
+                              // mask, a bias per channel) and plain rows: the op chosen once per row,
+                              // so the loops vectorise.
+                              if (st[1] == 1 && st[2] == 0) {
                                 const T yy = *y;
-                                for (int64_t i = 0; i < n; ++i) d[i] = x[i] + yy;
+                                switch (k) {
+                                  case Bin::add: for (int64_t i = 0; i < n; ++i) d[i] = x[i] + yy; break;
+                                  case Bin::sub: for (int64_t i = 0; i < n; ++i) d[i] = x[i] - yy; break;
+                                  case Bin::mul: for (int64_t i = 0; i < n; ++i) d[i] = x[i] * yy; break;
+                                  default: for (int64_t i = 0; i < n; ++i) d[i] = apply_bin(k, x[i], yy); break;
+                                }
+                              } else if (st[1] == 0 && st[2] == 1) {
+                                const T xx = *x;
+                                switch (k) {
+                                  case Bin::add: for (int64_t i = 0; i < n; ++i) d[i] = xx + y[i]; break;
+                                  case Bin::sub: for (int64_t i = 0; i < n; ++i) d[i] = xx - y[i]; break;
+                                  case Bin::mul: for (int64_t i = 0; i < n; ++i) d[i] = xx * y[i]; break;
+                                  default: for (int64_t i = 0; i < n; ++i) d[i] = apply_bin(k, xx, y[i]); break;
+                                }
                               } else if (st[1] == 1 && st[2] == 1) {
-                                for (int64_t i = 0; i < n; ++i) d[i] = apply_bin(k, x[i], y[i]);
+                                switch (k) {
+                                  case Bin::add: for (int64_t i = 0; i < n; ++i) d[i] = x[i] + y[i]; break;
+                                  case Bin::sub: for (int64_t i = 0; i < n; ++i) d[i] = x[i] - y[i]; break;
+                                  case Bin::mul: for (int64_t i = 0; i < n; ++i) d[i] = x[i] * y[i]; break;
+                                  default: for (int64_t i = 0; i < n; ++i) d[i] = apply_bin(k, x[i], y[i]); break;
+                                }
                               } else {
                                 for (int64_t i = 0; i < n; ++i) d[i] = apply_bin(k, x[i * st[1]], y[i * st[2]]);
                               }
@@ -290,7 +311,14 @@ void add_(Tensor& a, const Tensor& b, double alpha) {
                             [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
                               T* d = pa + off[0];
                               const T* s = pb + off[1];
-                              for (int64_t i = 0; i < n; ++i) d[i * st[0]] += al * s[i * st[1]];
+                              if (st[0] == 1 && st[1] == 1) {
+                                for (int64_t i = 0; i < n; ++i) d[i] += al * s[i];
+                              } else if (st[0] == 1 && st[1] == 0) {
+                                const T v = al * *s;
+                                for (int64_t i = 0; i < n; ++i) d[i] += v;
+                              } else {
+                                for (int64_t i = 0; i < n; ++i) d[i * st[0]] += al * s[i * st[1]];
+                              }
                             });
   });
 }
@@ -303,7 +331,11 @@ void mul_(Tensor& a, double s) {
     detail::for_each_row<1>(a.shape(), {&sa}, {a.offset()},
                             [&](const std::array<int64_t, 1>& off, int64_t n, const std::array<int64_t, 1>& st) {
                               T* d = pa + off[0];
-                              for (int64_t i = 0; i < n; ++i) d[i * st[0]] *= f;
+                              if (st[0] == 1) {
+                                for (int64_t i = 0; i < n; ++i) d[i] *= f;
+                              } else {
+                                for (int64_t i = 0; i < n; ++i) d[i * st[0]] *= f;
+                              }
                             });
   });
 }

@@ -365,7 +365,14 @@ void copy_from(Tensor& dst, const Tensor& src) {
                             [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
                               D* d = db + off[0];
                               const S* s = sp + off[1];
-                              for (int64_t i = 0; i < n; ++i) d[i * st[0]] = convert<D>(s[i * st[1]]);
+                              if (st[0] == 1 && st[1] == 1) {
+                                if constexpr (std::is_same_v<S, D>) std::memcpy(d, s, size_t(n) * sizeof(S));
+                                else for (int64_t i = 0; i < n; ++i) d[i] = convert<D>(s[i]);
+                              } else if (st[0] == 1) {
+                                for (int64_t i = 0; i < n; ++i) d[i] = convert<D>(s[i * st[1]]);
+                              } else {
+                                for (int64_t i = 0; i < n; ++i) d[i * st[0]] = convert<D>(s[i * st[1]]);
+                              }
                             });
   };
   switch (dst.dtype()) {

@@ -265,3 +265,62 @@ TEST(Linear, MatchesTorch) {
                            "(weight shape [24, 15])");
   }
 }
+
+// The strided walk (core/strided.h) merges dims that every operand walks as one and splits rows
+// longer than 32768 elements into segments. Against index arithmetic on the raw data, at 1 and 2
+// threads: per-sample scales (B, 1, 1) and scalar-on-the-left operands, transposed operands, rows
+// of 60,000 and 40,000 elements (segmented), in-place add_ and a strided copy of long rows.
+TEST(BinaryOps, StridedWalkMergesDimsAndSplitsLongRows) {
+  const int threads = get_num_threads();
+  for (int nt : {1, 2}) {
+    set_num_threads(nt);
+    Generator g(24);
+    {   // (B, T, C) op (B, 1, 1), both orders
+      Tensor a = randn({8, 50, 128}, g), m = randn({8, 1, 1}, g);
+      const auto va = a.to_vector<float>(), vm = m.to_vector<float>();
+      const auto ym = (a * m).to_vector<float>(), ys = (m - a).to_vector<float>(), yd = (a / m).to_vector<float>();
+      for (size_t i = 0; i < va.size(); ++i) {
+        const float s = vm[i / (50 * 128)];
+        ASSERT_EQ(ym[i], va[i] * s) << i;
+        ASSERT_EQ(ys[i], s - va[i]) << i;
+        ASSERT_EQ(yd[i], va[i] / s) << i;
+      }
+    }
+    {   // rows of 60,000 after merging (2, 300, 200) against (2, 1, 1): segmented
+      Tensor a = randn({2, 300, 200}, g), m = randn({2, 1, 1}, g);
+      const auto va = a.to_vector<float>(), vm = m.to_vector<float>(), y = (a + m).to_vector<float>();
+      for (size_t i = 0; i < va.size(); ++i) ASSERT_EQ(y[i], va[i] + vm[i / 60000]) << i;
+    }
+    {   // (3, 40000) against (1, 40000): rows of 40,000 that cannot merge, segmented
+      Tensor a = randn({3, 40000}, g), b = randn({1, 40000}, g);
+      const auto va = a.to_vector<float>(), vb = b.to_vector<float>(), y = (b - a).to_vector<float>();
+      for (size_t i = 0; i < va.size(); ++i) ASSERT_EQ(y[i], vb[i % 40000] - va[i]) << i;
+    }
+    {   // a transposed operand: (C, T)ᵀ + (T, C)
+      Tensor at = randn({64, 50}, g), b = randn({50, 64}, g);
+      const auto vat = at.to_vector<float>(), vb = b.to_vector<float>(), y = (at.t() + b).to_vector<float>();
+      for (int64_t t = 0; t < 50; ++t)
+        for (int64_t c = 0; c < 64; ++c) ASSERT_EQ(y[size_t(t * 64 + c)], vat[size_t(c * 50 + t)] + vb[size_t(t * 64 + c)]);
+    }
+    {   // in-place add_ over 70,000 contiguous elements, and with a broadcast (1, C) operand
+      Tensor a = randn({70000}, g), b = randn({70000}, g);
+      const auto va = a.to_vector<float>(), vb = b.to_vector<float>();
+      add_(a, b, 0.5);
+      const auto y = a.to_vector<float>();
+      for (size_t i = 0; i < va.size(); ++i) ASSERT_EQ(y[i], va[i] + 0.5f * vb[i]) << i;
+      Tensor c = randn({300, 256}, g), r = randn({1, 256}, g);
+      const auto vc = c.to_vector<float>(), vr = r.to_vector<float>();
+      add_(c, r, 1.0);
+      const auto yc = c.to_vector<float>();
+      for (size_t i = 0; i < vc.size(); ++i) ASSERT_EQ(yc[i], vc[i] + vr[i % 256]) << i;
+    }
+    {   // a strided copy of long rows: every other column of (3, 100000)
+      Tensor a = randn({3, 100000}, g);
+      const auto va = a.to_vector<float>();
+      const auto y = a.slice(1, 0, 100000, 2).contiguous().to_vector<float>();
+      for (int64_t r = 0; r < 3; ++r)
+        for (int64_t j = 0; j < 50000; ++j) ASSERT_EQ(y[size_t(r * 50000 + j)], va[size_t(r * 100000 + 2 * j)]);
+    }
+  }
+  set_num_threads(threads);
+}
