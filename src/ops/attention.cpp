@@ -85,74 +85,88 @@ void run_items(int64_t items, int64_t scratch_floats, F&& fn) {
   });
 }
 
+// Where the fused backward writes its gradients: (B, NH, T, HS) element strides, unit along HS.
+struct GradOut {
+  float* p = nullptr;
+  int64_t sb = 0, sh = 0, st = 0;
+};
+GradOut grad_out(Tensor& t) { return {t.data<float>(), t.stride(0), t.stride(1), t.stride(2)}; }
+
+// The fused backward: dq, dk, dv into the given buffers. dout_in: any strides over (B, NH, Tq).
+void fused_backward(const FusedSetup& st, const Tensor& out, const Tensor& lse, const Tensor& dout_in, GradOut dq,
+                    GradOut dk, GradOut dv) {
+  const kernels::AttnGeometry& g = st.g;
+  ATTN_CHECK(dout_in.dtype() == DType::f32, kOp, ": expected a f32 gradient, got ", dtype_name(dout_in.dtype()));
+  // Any strides over (B, NH, Tq): the gradient of merge_heads(out) arrives as a (B, Tq, NH, HSv) buffer.
+  const Tensor dout = unit_last(dout_in);
+  const int64_t BH = g.B * g.NH, HSp = kernels::attn_pad(g.HS);
+  // delta_i = rowsum(dO_i ∘ O_i)
+  Tensor delta = Tensor::empty({g.B, g.NH, g.Tq});
+  {
+    const float* po = out.data<float>();
+    const float* pg = dout.data<float>();
+    float* pd = delta.data<float>();
+    const int64_t osb = out.stride(0), osh = out.stride(1), ost = out.stride(2);
+    const int64_t gsb = dout.stride(0), gsh = dout.stride(1), gst = dout.stride(2);
+    parallel_for(0, BH * g.Tq, 256, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t b = r / (g.NH * g.Tq), h = r / g.Tq % g.NH, i = r % g.Tq;
+        const float* o = po + b * osb + h * osh + i * ost;
+        const float* gr = pg + b * gsb + h * gsh + i * gst;
+        float s = 0.f;
+        for (int64_t d = 0; d < g.HSv; ++d) s += o[d] * gr[d];
+        pd[r] = s;
+      }
+    });
+  }
+  // Key-block groups per (b, h): enough items for the threads, each group a partial dq.
+  const int64_t nkb = kernels::attn_k_blocks(g);
+  const int64_t groups =
+      std::max<int64_t>(1, std::min<int64_t>(nkb, (2 * get_num_threads() + BH - 1) / std::max<int64_t>(BH, 1)));
+  Tensor dq_part = Tensor::empty({BH * groups * g.Tq * HSp});
+  kernels::AttnBwdArgs a;
+  a.g = g;
+  a.m = st.mask_args();
+  a.d = st.d;
+  a.q = st.q.data<float>(); a.k = st.k.data<float>(); a.v = st.v.data<float>();
+  a.dout = dout.data<float>();
+  a.do_sb = dout.stride(0); a.do_sh = dout.stride(1); a.do_st = dout.stride(2);
+  a.rowmax = lse.data<float>();
+  a.logsum = a.rowmax + BH * g.Tq;
+  a.delta = delta.data<float>();
+  a.groups = groups;
+  a.dq_part = dq_part.data<float>();
+  a.dk = dk.p; a.dk_sb = dk.sb; a.dk_sh = dk.sh; a.dk_st = dk.st;
+  a.dv = dv.p; a.dv_sb = dv.sb; a.dv_sh = dv.sh; a.dv_st = dv.st;
+  const auto& kern = kernels::attention_kernels();
+  run_items(kernels::attention_bwd_items(g, groups), kernels::attention_bwd_scratch(g),
+            [&](int64_t it, float* scratch) { kern.bwd(a, it, it + 1, scratch); });
+  // dq = scale * sum over groups, in group order.
+  const float* pp = dq_part.data<float>();
+  parallel_for(0, BH * g.Tq, 64, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t bh = r / g.Tq, i = r % g.Tq;
+      float* pq = dq.p + bh / g.NH * dq.sb + bh % g.NH * dq.sh + i * dq.st;
+      for (int64_t d = 0; d < g.HS; ++d) {
+        float s = 0.f;
+        for (int64_t grp = 0; grp < groups; ++grp) s += pp[((bh * groups + grp) * g.Tq + i) * HSp + d];
+        pq[d] = s * g.scale;
+      }
+    }
+  });
+}
+
 struct SdpaFusedNode : autograd::Node {
   FusedSetup st;
   Tensor out, lse;   // lse: (2, B, NH, Tq), row max and log-sum
   const char* name() const override { return "scaled_dot_product_attention"; }
 
-  std::vector<Tensor> backward(const Tensor& dout_in) override {
+  std::vector<Tensor> backward(const Tensor& dout) override {
     const kernels::AttnGeometry& g = st.g;
-    ATTN_CHECK(dout_in.dtype() == DType::f32, kOp, ": expected a f32 gradient, got ", dtype_name(dout_in.dtype()));
-    // Any strides over (B, NH, Tq): the gradient of merge_heads(out) arrives as a (B, Tq, NH, HSv) buffer.
-    const Tensor dout = unit_last(dout_in);
-    const int64_t BH = g.B * g.NH, HSp = kernels::attn_pad(g.HS);
-    // delta_i = rowsum(dO_i ∘ O_i)
-    Tensor delta = Tensor::empty({g.B, g.NH, g.Tq});
-    {
-      const float* po = out.data<float>();
-      const float* pg = dout.data<float>();
-      float* pd = delta.data<float>();
-      const int64_t osb = out.stride(0), osh = out.stride(1), ost = out.stride(2);
-      const int64_t gsb = dout.stride(0), gsh = dout.stride(1), gst = dout.stride(2);
-      parallel_for(0, BH * g.Tq, 256, [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) {
-          const int64_t b = r / (g.NH * g.Tq), h = r / g.Tq % g.NH, i = r % g.Tq;
-          const float* o = po + b * osb + h * osh + i * ost;
-          const float* gr = pg + b * gsb + h * gsh + i * gst;
-          float s = 0.f;
-          for (int64_t d = 0; d < g.HSv; ++d) s += o[d] * gr[d];
-          pd[r] = s;
-        }
-      });
-    }
-    // Key-block groups per (b, h): enough items for the threads, each group a partial dq.
-    const int64_t nkb = kernels::attn_k_blocks(g);
-    const int64_t groups =
-        std::max<int64_t>(1, std::min<int64_t>(nkb, (2 * get_num_threads() + BH - 1) / std::max<int64_t>(BH, 1)));
-    Tensor dq_part = Tensor::empty({BH * groups * g.Tq * HSp});
     Tensor dq = Tensor::empty({g.B, g.NH, g.Tq, g.HS});
     Tensor dk = Tensor::empty({g.B, g.NH, g.Tk, g.HS});
     Tensor dv = Tensor::empty({g.B, g.NH, g.Tk, g.HSv});
-    kernels::AttnBwdArgs a;
-    a.g = g;
-    a.m = st.mask_args();
-    a.d = st.d;
-    a.q = st.q.data<float>(); a.k = st.k.data<float>(); a.v = st.v.data<float>();
-    a.dout = dout.data<float>();
-    a.do_sb = dout.stride(0); a.do_sh = dout.stride(1); a.do_st = dout.stride(2);
-    a.rowmax = lse.data<float>();
-    a.logsum = a.rowmax + BH * g.Tq;
-    a.delta = delta.data<float>();
-    a.groups = groups;
-    a.dq_part = dq_part.data<float>();
-    a.dk = dk.data<float>();
-    a.dv = dv.data<float>();
-    const auto& kern = kernels::attention_kernels();
-    run_items(kernels::attention_bwd_items(g, groups), kernels::attention_bwd_scratch(g),
-              [&](int64_t it, float* scratch) { kern.bwd(a, it, it + 1, scratch); });
-    // dq = scale * sum over groups, in group order.
-    const float* pp = dq_part.data<float>();
-    float* pq = dq.data<float>();
-    parallel_for(0, BH * g.Tq, 64, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const int64_t bh = r / g.Tq, i = r % g.Tq;
-        for (int64_t d = 0; d < g.HS; ++d) {
-          float s = 0.f;
-          for (int64_t grp = 0; grp < groups; ++grp) s += pp[((bh * groups + grp) * g.Tq + i) * HSp + d];
-          pq[r * g.HS + d] = s * g.scale;
-        }
-      }
-    });
+    fused_backward(st, out, lse, dout, grad_out(dq), grad_out(dk), grad_out(dv));
     return {dq, dk, dv};
   }
   void release() override {
@@ -161,9 +175,41 @@ struct SdpaFusedNode : autograd::Node {
   }
 };
 
-SdpaResult sdpa_fused(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Tensor& mask, double scale,
-                      bool causal, int64_t shift, double p, Generator* gen) {
+// Attention on a packed projection (B, T, 3 C): one input, and one gradient buffer (B, T, 3, NH, HS),
+// which is d(qkv) as it is, where three (B, NH, T, HS) gradients would be added into a zeroed
+// buffer through the select views and copied back through the permute.
+struct SdpaPackedNode : autograd::Node {
   FusedSetup st;
+  Tensor out, lse;
+  const char* name() const override { return "scaled_dot_product_attention"; }
+
+  std::vector<Tensor> backward(const Tensor& dout_in) override {
+    const kernels::AttnGeometry& g = st.g;
+    // dout_in: (B, T, C); the kernels read it as its (B, NH, T, HS) view.
+    const Tensor dout = dout_in.contiguous().view({g.B, g.Tq, g.NH, g.HSv}).permute({0, 2, 1, 3});
+    Tensor d = Tensor::empty({g.B, g.Tq, 3, g.NH, g.HS});
+    Tensor t = d.permute({2, 0, 3, 1, 4});
+    Tensor dq = t.select(0, 0), dk = t.select(0, 1), dv = t.select(0, 2);
+    fused_backward(st, out, lse, dout, grad_out(dq), grad_out(dk), grad_out(dv));
+    return {d.view({g.B, g.Tq, 3 * g.NH * g.HS})};
+  }
+  void release() override {
+    st.q = Tensor(); st.k = Tensor(); st.v = Tensor(); st.mask = Tensor();
+    out = Tensor(); lse = Tensor();
+  }
+};
+
+// The fused forward on detached q, k, v: the setup for the backward, the output (its (B, NH, Tq, HSv)
+// view of a (B, Tq, NH, HSv) buffer) and the row statistics.
+struct FusedForward {
+  FusedSetup st;
+  Tensor out, lse;
+};
+
+FusedForward fused_forward(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Tensor& mask,
+                           double scale, bool causal, int64_t shift, double p, Generator* gen) {
+  FusedForward f;
+  FusedSetup& st = f.st;
   st.q = unit_last(q_in.detach());
   st.k = unit_last(k_in.detach());
   st.v = unit_last(v_in.detach());
@@ -188,16 +234,16 @@ SdpaResult sdpa_fused(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in
   }
   // The output is stored (B, Tq, NH, HSv) and returned as its (B, NH, Tq, HSv) view, as PyTorch's flash
   // kernel does: merge_heads(out) is then a view, not a copy.
-  Tensor out = Tensor::empty({g.B, g.Tq, g.NH, g.HSv}).permute({0, 2, 1, 3});
-  Tensor lse = Tensor::empty({2, g.B, g.NH, g.Tq});   // row max, log-sum (see attention_fused.h)
+  f.out = Tensor::empty({g.B, g.Tq, g.NH, g.HSv}).permute({0, 2, 1, 3});
+  f.lse = Tensor::empty({2, g.B, g.NH, g.Tq});   // row max, log-sum (see attention_fused.h)
   kernels::AttnFwdArgs a;
   a.g = g;
   a.m = st.mask_args();
   a.d = st.d;
   a.q = st.q.data<float>(); a.k = st.k.data<float>(); a.v = st.v.data<float>();
-  a.out = out.data<float>();
-  a.o_sb = out.stride(0); a.o_sh = out.stride(1); a.o_st = out.stride(2);
-  a.rowmax = lse.data<float>();
+  a.out = f.out.data<float>();
+  a.o_sb = f.out.stride(0); a.o_sh = f.out.stride(1); a.o_st = f.out.stride(2);
+  a.rowmax = f.lse.data<float>();
   a.logsum = a.rowmax + g.B * g.NH * g.Tq;
   // Query blocks per work item: up to 4 (each key block is packed once per item), while leaving
   // at least two items per thread for balance.
@@ -207,11 +253,18 @@ SdpaResult sdpa_fused(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in
   const auto& kern = kernels::attention_kernels();
   run_items(kernels::attention_fwd_items(g, qpi), kernels::attention_fwd_scratch(g, qpi),
             [&](int64_t it, float* scratch) { kern.fwd(a, it, it + 1, scratch); });
+  return f;
+}
+
+SdpaResult sdpa_fused(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Tensor& mask, double scale,
+                      bool causal, int64_t shift, double p, Generator* gen) {
+  FusedForward f = fused_forward(q_in, k_in, v_in, mask, scale, causal, shift, p, gen);
+  Tensor out = f.out;
   if (autograd::needs_grad({q_in, k_in, v_in})) {
     auto n = std::make_shared<SdpaFusedNode>();
-    n->st = st;
+    n->st = std::move(f.st);
     n->out = out.detach();
-    n->lse = lse;
+    n->lse = f.lse;
     autograd::attach(out, n, {q_in, k_in, v_in});
   }
   return {out, Tensor()};
@@ -228,6 +281,18 @@ SdpaResult sdpa_fused(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in
 // Rule: naive when HS > 96 and Tq * Tk <= 128 * 128 (its score matrix is small there anyway);
 // fused otherwise.
 bool prefer_fused(int64_t Tq, int64_t Tk, int64_t HS) { return !(HS > 96 && Tq * Tk <= 128 * 128); }
+
+SdpaResult sdpa_naive_path(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                           const SdpaOptions& opts, double scale, int64_t shift) {
+  reference::SdpaNaiveConfig c;
+  c.scale = scale;
+  c.causal = opts.causal;
+  c.shift = shift;
+  c.dropout_p = opts.dropout_p;
+  c.generator = opts.generator;
+  c.need_weights = opts.need_weights;
+  return reference::sdpa_naive(q, k, v, mask, c);
+}
 
 }  // namespace
 
@@ -254,14 +319,40 @@ SdpaResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const 
       fused = q.dtype() == DType::f32 && !opts.need_weights && !mask_grad && prefer_fused(Tq, Tk, HS);
   }
   if (fused) return sdpa_fused(q, k, v, mask, scale, causal, shift, opts.dropout_p, opts.generator);
-  reference::SdpaNaiveConfig c;
-  c.scale = scale;
-  c.causal = causal;
-  c.shift = shift;
-  c.dropout_p = opts.dropout_p;
-  c.generator = opts.generator;
-  c.need_weights = opts.need_weights;
-  return reference::sdpa_naive(q, k, v, mask, c);
+  return sdpa_naive_path(q, k, v, mask, opts, scale, shift);
 }
+
+Tensor scaled_dot_product_attention_packed(const Tensor& qkv, int64_t num_heads, const Tensor& mask,
+                                           const SdpaOptions& opts) {
+  ATTN_CHECK(qkv.defined() && qkv.dim() == 3, kOp, "_packed: expected qkv of shape (B, T, 3 C), got ",
+             qkv.defined() ? qkv.shape() : Shape{});
+  ATTN_CHECK(num_heads > 0 && qkv.size(2) % (3 * num_heads) == 0, kOp, "_packed: the last dim of qkv ",
+             qkv.shape(), " is not 3 x num_heads (", num_heads, ") x a head size");
+  ATTN_CHECK(!opts.need_weights, kOp, "_packed: need_weights is not supported; use scaled_dot_product_attention");
+  const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3, HS = C / num_heads;
+  const Tensor t = qkv.reshape({B, T, 3, num_heads, HS}).permute({2, 0, 3, 1, 4});
+  const Tensor q = t.select(0, 0), k = t.select(0, 1), v = t.select(0, 2);
+  validate(q, k, v, mask, opts);
+  const double scale = std::isnan(opts.scale) ? 1.0 / std::sqrt(double(HS)) : opts.scale;
+  const int64_t shift = 0;   // Tq == Tk
+  const bool mask_grad = mask.defined() && mask.dtype() != DType::u8 && autograd::needs_grad({mask});
+  const bool fused = q.dtype() == DType::f32 && !mask_grad &&
+                     (opts.impl == SdpaImpl::fused || (opts.impl != SdpaImpl::naive && prefer_fused(T, T, HS)));
+  if (!fused) {   // through the views: the same values and gradients, by the unpacked path
+    SdpaResult r = scaled_dot_product_attention(q, k, v, mask, opts);
+    return r.out.transpose(1, 2).reshape({B, T, C});
+  }
+  FusedForward f = fused_forward(q, k, v, mask, scale, opts.causal, shift, opts.dropout_p, opts.generator);
+  Tensor out = f.out.transpose(1, 2).view({B, T, C});   // the (B, T, NH, HS) buffer
+  if (autograd::needs_grad({qkv})) {
+    auto n = std::make_shared<SdpaPackedNode>();
+    n->st = std::move(f.st);
+    n->out = f.out.detach();
+    n->lse = f.lse;
+    autograd::attach(out, n, {qkv});
+  }
+  return out;
+}
+
 
 }  // namespace attn

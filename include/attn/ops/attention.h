@@ -59,4 +59,13 @@ struct SdpaResult {
 SdpaResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                         const Tensor& mask = Tensor(), const SdpaOptions& opts = {});
 
+// Self-attention on a packed projection, as timm's Attention lays it out: qkv (B, T, 3 C) holds
+// [q | k | v], each num_heads heads of C / num_heads. Returns the heads merged, (B, T, C): the
+// values of splitting qkv into (B, NH, T, HS) views, scaled_dot_product_attention, and merging the
+// heads. On the fused path its backward writes d(qkv) as one (B, T, 3 C) buffer (the unpacked path
+// adds three per-head gradients into a zeroed buffer and copies it back through the permute).
+// need_weights is not supported (use the unpacked call).
+Tensor scaled_dot_product_attention_packed(const Tensor& qkv, int64_t num_heads, const Tensor& mask = Tensor(),
+                                           const SdpaOptions& opts = {});
+
 }  // namespace attn

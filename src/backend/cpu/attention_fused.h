@@ -89,8 +89,9 @@ struct AttnBwdArgs {
   const float* delta = nullptr;   // (B, NH, Tq): rowsum(dout ∘ out)
   int64_t groups = 1;             // key-block groups per (b, h)
   float* dq_part = nullptr;       // (B*NH, groups, Tq, pad(HS)): unscaled dS·K per group
-  float* dk = nullptr;            // (B, NH, Tk, HS), contiguous
-  float* dv = nullptr;            // (B, NH, Tk, HSv), contiguous
+  float* dk = nullptr;            // (B, NH, Tk, HS), element strides dk_sb, dk_sh, dk_st; unit along HS
+  float* dv = nullptr;            // (B, NH, Tk, HSv), element strides dv_sb, dv_sh, dv_st; unit along HSv
+  int64_t dk_sb = 0, dk_sh = 0, dk_st = 0, dv_sb = 0, dv_sh = 0, dv_st = 0;
 };
 
 #define ATTN_ATTENTION_KERNEL_DECLS                                                        \

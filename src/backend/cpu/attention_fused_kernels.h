@@ -486,8 +486,8 @@ struct AttnOps {
         gemm(mq, HSp, nk, dP, BK, Kp, HSp, dqp + i0 * HSp, HSp, true);
       }
       for (int64_t j = 0; j < nk; ++j) {
-        float* dkr = a.dk + (bh * g.Tk + j0 + j) * HS;
-        float* dvr = a.dv + (bh * g.Tk + j0 + j) * HSv;
+        float* dkr = a.dk + b * a.dk_sb + h * a.dk_sh + (j0 + j) * a.dk_st;
+        float* dvr = a.dv + b * a.dv_sb + h * a.dv_sh + (j0 + j) * a.dv_st;
         for (int64_t d = 0; d < HS; ++d) dkr[d] = dKa[j * HSp + d];
         for (int64_t d = 0; d < HSv; ++d) dvr[d] = dVa[j * HSvp + d];
       }

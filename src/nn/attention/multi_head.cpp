@@ -76,14 +76,17 @@ MultiHeadResult SelfAttention::forward(const Tensor& x, const Tensor& mask, bool
     ATTN_CHECK(broadcasts_to(mask.shape(), {B, NH, T, T}), "SelfAttention: expected a mask broadcastable to ",
                Shape({B, NH, T, T}), " (B, NH, T, T), got ", mask.shape());
   }
-  // (B, T, 3C) -> (3, B, NH, T, HS): views of the one projection.
-  const Tensor t = qkv->forward(x).view({B, T, 3, NH, C / NH}).permute({2, 0, 3, 1, 4});
   SdpaOptions so;
   so.causal = opt_.causal;
   so.dropout_p = is_training() ? opt_.attn_drop : 0.0;
   so.generator = gen_;
   so.need_weights = need_weights;
   so.impl = opt_.impl;
+  const Tensor y = qkv->forward(x);
+  if (!need_weights)   // one (B, T, 3C) gradient buffer on the fused path
+    return {proj_drop->forward(proj->forward(scaled_dot_product_attention_packed(y, NH, mask, so))), Tensor()};
+  // (B, T, 3C) -> (3, B, NH, T, HS): views of the one projection.
+  const Tensor t = y.view({B, T, 3, NH, C / NH}).permute({2, 0, 3, 1, 4});
   SdpaResult r = scaled_dot_product_attention(t.select(0, 0), t.select(0, 1), t.select(0, 2), mask, so);
   return {proj_drop->forward(proj->forward(merge_heads(r.out))), r.weights};
 }
