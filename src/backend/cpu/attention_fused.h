@@ -124,7 +124,7 @@ inline int64_t attention_fwd_scratch(const AttnGeometry& g, int64_t qpi) {
 inline int64_t attention_bwd_scratch(const AttnGeometry& g) {
   const int64_t HSp = attn_pad(g.HS), HSvp = attn_pad(g.HSv);
   return kAttnBQ * HSp + kAttnBQ * HSvp + HSp * kAttnBK + kAttnBK * HSp + HSvp * kAttnBK +
-         2 * kAttnBQ * kAttnBK + kAttnBK * kAttnBQ + kAttnBK * HSp + kAttnBK * HSvp;
+         2 * kAttnBQ * kAttnBK + kAttnBK * HSp + kAttnBK * HSvp;
 }
 
 struct AttentionKernels {

@@ -38,8 +38,13 @@ struct AttnOps {
   static int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
 
   // ---------------- GEMM: C (M × N) (+)= A (M × K) · B (K × N) ----------------
+  // TA: A is given transposed, as a (K × M) row-major tile with row stride lda (element (r, d) at
+  // A[d·lda + r]): the backward's dV += Wᵀ·dO and dK += dSᵀ·Qs read the score tiles in place
+  // instead of transposing them first (two scalar 64 × 64 transposes per key block).
+  template <bool TA>
+  static const float* a_rows(const float* A, int64_t m, int64_t lda) { return TA ? A + m : A + m * lda; }
 
-  template <int mr, int nv>
+  template <bool TA, int mr, int nv>
   static void micro(int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
                     int64_t ldc, bool acc) {
     R c[mr][nv];
@@ -53,7 +58,7 @@ struct AttnOps {
       for (int u = 0; u < nv; ++u) bv[u] = V::load(B + d * ldb + u * W);
 #pragma GCC unroll 8
       for (int r = 0; r < mr; ++r) {
-        const R av = V::set1(A[r * lda + d]);
+        const R av = V::set1(TA ? A[d * lda + r] : A[r * lda + d]);
 #pragma GCC unroll 4
         for (int u = 0; u < nv; ++u) c[r][u] = V::fma(av, bv[u], c[r][u]);
       }
@@ -64,29 +69,29 @@ struct AttnOps {
       for (int u = 0; u < nv; ++u) V::store(C + r * ldc + u * W, c[r][u]);
   }
 
-  template <int mr, int nv>
+  template <bool TA, int mr, int nv>
   static void cols_tail(int64_t rem, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
                         float* C, int64_t ldc, bool acc) {
     if constexpr (nv >= 1) {
-      if (rem == nv) micro<mr, nv>(K, A, lda, B, ldb, C, ldc, acc);
-      else cols_tail<mr, nv - 1>(rem, K, A, lda, B, ldb, C, ldc, acc);
+      if (rem == nv) micro<TA, mr, nv>(K, A, lda, B, ldb, C, ldc, acc);
+      else cols_tail<TA, mr, nv - 1>(rem, K, A, lda, B, ldb, C, ldc, acc);
     }
   }
 
-  template <int mr>
+  template <bool TA, int mr>
   static void row_panel(int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
                         float* C, int64_t ldc, bool acc) {
     int64_t n = 0;
-    for (; n + NV * W <= N; n += NV * W) micro<mr, NV>(K, A, lda, B + n, ldb, C + n, ldc, acc);
-    if (n < N) cols_tail<mr, NV - 1>((N - n) / W, K, A, lda, B + n, ldb, C + n, ldc, acc);
+    for (; n + NV * W <= N; n += NV * W) micro<TA, mr, NV>(K, A, lda, B + n, ldb, C + n, ldc, acc);
+    if (n < N) cols_tail<TA, mr, NV - 1>((N - n) / W, K, A, lda, B + n, ldb, C + n, ldc, acc);
   }
 
-  template <int mr>
+  template <bool TA, int mr>
   static void rows_tail(int64_t rem, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
                         int64_t ldb, float* C, int64_t ldc, bool acc) {
     if constexpr (mr >= 1) {
-      if (rem == mr) row_panel<mr>(N, K, A, lda, B, ldb, C, ldc, acc);
-      else rows_tail<mr - 1>(rem, N, K, A, lda, B, ldb, C, ldc, acc);
+      if (rem == mr) row_panel<TA, mr>(N, K, A, lda, B, ldb, C, ldc, acc);
+      else rows_tail<TA, mr - 1>(rem, N, K, A, lda, B, ldb, C, ldc, acc);
     }
   }
 
@@ -95,48 +100,50 @@ struct AttnOps {
   // divide, so that no panel is 1 vector × 4 rows (4 accumulators: latency-bound at 40% of peak).
   // At the tiles of short sequences (N = 56 keys or 32 head dims at T = 50, HS = 32) the 1-vector
   // tail of the 3-wide split was a seventh to a quarter of the columns.
-  template <int mr, int nv>
+  template <bool TA, int mr, int nv>
   static void col_panel(int64_t M, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
                         int64_t ldc, bool acc) {
     int64_t m = 0;
-    for (; m + mr <= M; m += mr) micro<mr, nv>(K, A + m * lda, lda, B, ldb, C + m * ldc, ldc, acc);
-    if (m < M) col_rows_tail<mr - 1, nv>(M - m, K, A + m * lda, lda, B, ldb, C + m * ldc, ldc, acc);
+    for (; m + mr <= M; m += mr) micro<TA, mr, nv>(K, a_rows<TA>(A, m, lda), lda, B, ldb, C + m * ldc, ldc, acc);
+    if (m < M) col_rows_tail<TA, mr - 1, nv>(M - m, K, a_rows<TA>(A, m, lda), lda, B, ldb, C + m * ldc, ldc, acc);
   }
-  template <int mr, int nv>
+  template <bool TA, int mr, int nv>
   static void col_rows_tail(int64_t rem, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
                             float* C, int64_t ldc, bool acc) {
     if constexpr (mr >= 1) {
-      if (rem == mr) micro<mr, nv>(K, A, lda, B, ldb, C, ldc, acc);
-      else col_rows_tail<mr - 1, nv>(rem, K, A, lda, B, ldb, C, ldc, acc);
+      if (rem == mr) micro<TA, mr, nv>(K, A, lda, B, ldb, C, ldc, acc);
+      else col_rows_tail<TA, mr - 1, nv>(rem, K, A, lda, B, ldb, C, ldc, acc);
     }
   }
+  template <bool TA>
   static void gemm_avx2(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
                         float* C, int64_t ldc, bool acc) {
     int64_t left = N / W, n = 0;
     while (left > 0) {
       if (left == 1) {
-        col_panel<8, 1>(M, K, A, lda, B + n, ldb, C + n, ldc, acc);
+        col_panel<TA, 8, 1>(M, K, A, lda, B + n, ldb, C + n, ldc, acc);
         left -= 1, n += W;
       } else if (left == 2 || left == 4) {
-        col_panel<6, 2>(M, K, A, lda, B + n, ldb, C + n, ldc, acc);
+        col_panel<TA, 6, 2>(M, K, A, lda, B + n, ldb, C + n, ldc, acc);
         left -= 2, n += 2 * W;
       } else {
-        col_panel<4, 3>(M, K, A, lda, B + n, ldb, C + n, ldc, acc);
+        col_panel<TA, 4, 3>(M, K, A, lda, B + n, ldb, C + n, ldc, acc);
         left -= 3, n += 3 * W;
       }
     }
   }
 
   // N must be a multiple of W. K == 0 with acc == false zeroes C.
+  template <bool TA = false>
   static void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
                    float* C, int64_t ldc, bool acc) {
     if constexpr (W == 8) {
-      gemm_avx2(M, N, K, A, lda, B, ldb, C, ldc, acc);
+      gemm_avx2<TA>(M, N, K, A, lda, B, ldb, C, ldc, acc);
       return;
     }
     int64_t m = 0;
-    for (; m + MR <= M; m += MR) row_panel<MR>(N, K, A + m * lda, lda, B, ldb, C + m * ldc, ldc, acc);
-    if (m < M) rows_tail<MR - 1>(M - m, N, K, A + m * lda, lda, B, ldb, C + m * ldc, ldc, acc);
+    for (; m + MR <= M; m += MR) row_panel<TA, MR>(N, K, a_rows<TA>(A, m, lda), lda, B, ldb, C + m * ldc, ldc, acc);
+    if (m < M) rows_tail<TA, MR - 1>(M - m, N, K, a_rows<TA>(A, m, lda), lda, B, ldb, C + m * ldc, ldc, acc);
   }
 
   // ---------------- row helpers (n a multiple of W) ----------------
@@ -412,8 +419,7 @@ struct AttnOps {
     float* Vt = Kp + BK * HSp;        // HSv × BK
     float* S = Vt + HSvp * BK;        // BQ × BK
     float* dP = S + BQ * BK;          // BQ × BK
-    float* Tr = dP + BQ * BK;         // BK × BQ
-    float* dKa = Tr + BK * BQ;        // BK × HSp
+    float* dKa = dP + BQ * BK;        // BK × HSp
     float* dVa = dKa + BK * HSp;      // BK × HSvp
     const float* q = a.q + b * g.q_sb + h * g.q_sh;
     const float* k = a.k + b * g.k_sb + h * g.k_sh;
@@ -477,12 +483,8 @@ struct AttnOps {
           }
         }
         // dV += W'ᵀ dO, dK += dSᵀ Qs, dq_part += dS K.
-        for (int64_t i = 0; i < mq; ++i)
-          for (int64_t j = 0; j < nk; ++j) Tr[j * BQ + i] = S[i * BK + j];
-        gemm(nk, HSvp, mq, Tr, BQ, dOp, HSvp, dVa, HSvp, true);
-        for (int64_t i = 0; i < mq; ++i)
-          for (int64_t j = 0; j < nk; ++j) Tr[j * BQ + i] = dP[i * BK + j];
-        gemm(nk, HSp, mq, Tr, BQ, Qs, HSp, dKa, HSp, true);
+        gemm<true>(nk, HSvp, mq, S, BK, dOp, HSvp, dVa, HSvp, true);   // Sᵀ read in place
+        gemm<true>(nk, HSp, mq, dP, BK, Qs, HSp, dKa, HSp, true);
         gemm(mq, HSp, nk, dP, BK, Kp, HSp, dqp + i0 * HSp, HSp, true);
       }
       for (int64_t j = 0; j < nk; ++j) {
