@@ -32,7 +32,7 @@
 using namespace attn;
 
 int main(int argc, char** argv) {
-  int threads = 2, steps = 10, infer_reps = 10, rounds = 1, accum = 1;
+  int threads = 2, steps = 10, infer_reps = 10, rounds = 1;
   bool peer = true;
   std::string model_name = "vit_fmnist";
   for (int i = 1; i < argc; ++i) {
@@ -40,7 +40,6 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) steps = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--infer-reps") && i + 1 < argc) infer_reps = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--no-peer")) peer = false;
-    else if (!std::strcmp(argv[i], "--accum") && i + 1 < argc) accum = std::max(1, std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--model") && i + 1 < argc) model_name = argv[++i];
   }
@@ -61,17 +60,8 @@ int main(int argc, char** argv) {
   for (auto& y : ys) y = g.randint(10);
   Tensor y = Tensor::from_vector(ys, {B});
   auto step = [&] {
-    if (accum == 1) {
-      Tensor loss = cross_entropy(model->forward(x), y, {.label_smoothing = 0.1});
-      loss.backward();
-    } else {
-      const int64_t mb = B / accum;
-      for (int a = 0; a < accum; ++a) {
-        Tensor loss = cross_entropy(model->forward(x.slice(0, a * mb, (a + 1) * mb)), y.slice(0, a * mb, (a + 1) * mb),
-                                    {.label_smoothing = 0.1});
-        mul(loss, 1.0 / accum).backward();
-      }
-    }
+    Tensor loss = cross_entropy(model->forward(x), y, {.label_smoothing = 0.1});
+    loss.backward();
     opt.step();
     opt.zero_grad();
   };

@@ -156,35 +156,25 @@ void fused_backward(const FusedSetup& st, const Tensor& out, const Tensor& lse, 
   });
 }
 
+// The fused path's node. Unpacked: inputs q, k, v, three (B, NH, T, HS) gradients. Packed
+// (scaled_dot_product_attention_packed): one input, the projection (B, T, 3 C), and one gradient
+// buffer (B, T, 3, NH, HS) that is d(qkv) as it is, where three head gradients would be added into a
+// zeroed buffer through the select views and copied back through the permute.
 struct SdpaFusedNode : autograd::Node {
   FusedSetup st;
   Tensor out, lse;   // lse: (2, B, NH, Tq), row max and log-sum
-  const char* name() const override { return "scaled_dot_product_attention"; }
-
-  std::vector<Tensor> backward(const Tensor& dout) override {
-    const kernels::AttnGeometry& g = st.g;
-    Tensor dq = Tensor::empty({g.B, g.NH, g.Tq, g.HS});
-    Tensor dk = Tensor::empty({g.B, g.NH, g.Tk, g.HS});
-    Tensor dv = Tensor::empty({g.B, g.NH, g.Tk, g.HSv});
-    fused_backward(st, out, lse, dout, grad_out(dq), grad_out(dk), grad_out(dv));
-    return {dq, dk, dv};
-  }
-  void release() override {
-    st.q = Tensor(); st.k = Tensor(); st.v = Tensor(); st.mask = Tensor();
-    out = Tensor(); lse = Tensor();
-  }
-};
-
-// Attention on a packed projection (B, T, 3 C): one input, and one gradient buffer (B, T, 3, NH, HS),
-// which is d(qkv) as it is, where three (B, NH, T, HS) gradients would be added into a zeroed
-// buffer through the select views and copied back through the permute.
-struct SdpaPackedNode : autograd::Node {
-  FusedSetup st;
-  Tensor out, lse;
+  bool packed = false;
   const char* name() const override { return "scaled_dot_product_attention"; }
 
   std::vector<Tensor> backward(const Tensor& dout_in) override {
     const kernels::AttnGeometry& g = st.g;
+    if (!packed) {
+      Tensor dq = Tensor::empty({g.B, g.NH, g.Tq, g.HS});
+      Tensor dk = Tensor::empty({g.B, g.NH, g.Tk, g.HS});
+      Tensor dv = Tensor::empty({g.B, g.NH, g.Tk, g.HSv});
+      fused_backward(st, out, lse, dout_in, grad_out(dq), grad_out(dk), grad_out(dv));
+      return {dq, dk, dv};
+    }
     // dout_in: (B, T, C); the kernels read it as its (B, NH, T, HS) view.
     const Tensor dout = dout_in.contiguous().view({g.B, g.Tq, g.NH, g.HSv}).permute({0, 2, 1, 3});
     Tensor d = Tensor::empty({g.B, g.Tq, 3, g.NH, g.HS});
@@ -256,18 +246,15 @@ FusedForward fused_forward(const Tensor& q_in, const Tensor& k_in, const Tensor&
   return f;
 }
 
-SdpaResult sdpa_fused(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Tensor& mask, double scale,
-                      bool causal, int64_t shift, double p, Generator* gen) {
-  FusedForward f = fused_forward(q_in, k_in, v_in, mask, scale, causal, shift, p, gen);
-  Tensor out = f.out;
-  if (autograd::needs_grad({q_in, k_in, v_in})) {
-    auto n = std::make_shared<SdpaFusedNode>();
-    n->st = std::move(f.st);
-    n->out = out.detach();
-    n->lse = f.lse;
-    autograd::attach(out, n, {q_in, k_in, v_in});
-  }
-  return {out, Tensor()};
+// Attaches the fused path's node to `result` (f.out itself, or the packed path's (B, T, C) view of it).
+void attach_fused(Tensor& result, FusedForward& f, const std::vector<Tensor>& inputs, bool packed) {
+  if (!autograd::needs_grad(inputs)) return;
+  auto n = std::make_shared<SdpaFusedNode>();
+  n->st = std::move(f.st);
+  n->out = f.out.detach();
+  n->lse = f.lse;
+  n->packed = packed;
+  autograd::attach(result, n, inputs);
 }
 
 // The automatic choice for f32 when both paths apply. Measured with
@@ -282,16 +269,32 @@ SdpaResult sdpa_fused(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in
 // fused otherwise.
 bool prefer_fused(int64_t Tq, int64_t Tk, int64_t HS) { return !(HS > 96 && Tq * Tk <= 128 * 128); }
 
-SdpaResult sdpa_naive_path(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
-                           const SdpaOptions& opts, double scale, int64_t shift) {
-  reference::SdpaNaiveConfig c;
-  c.scale = scale;
-  c.causal = opts.causal;
-  c.shift = shift;
-  c.dropout_p = opts.dropout_p;
-  c.generator = opts.generator;
-  c.need_weights = opts.need_weights;
-  return reference::sdpa_naive(q, k, v, mask, c);
+// What both entry points decide alike: the scale, the causal shift and fused or naive.
+struct Plan {
+  double scale = 1.0;
+  int64_t shift = 0;
+  bool fused = false;
+};
+
+Plan plan(const Tensor& q, const Tensor& k, const Tensor& mask, const SdpaOptions& opts) {
+  const int64_t Tq = q.size(2), Tk = k.size(2), HS = q.size(3);
+  Plan p;
+  p.scale = std::isnan(opts.scale) ? 1.0 / std::sqrt(double(HS)) : opts.scale;
+  p.shift = opts.causal && opts.causal_align == CausalAlign::bottom_right ? Tk - Tq : 0;
+  const bool mask_grad = mask.defined() && mask.dtype() != DType::u8 && autograd::needs_grad({mask});
+  switch (opts.impl) {
+    case SdpaImpl::naive: p.fused = false; break;
+    case SdpaImpl::fused:   // unless need_weights, which forces naive
+      p.fused = !opts.need_weights;
+      ATTN_CHECK(!p.fused || q.dtype() == DType::f32, kOp, ": the fused kernel is f32 only, got ",
+                 dtype_name(q.dtype()), " (use SdpaImpl::naive)");
+      ATTN_CHECK(!p.fused || !mask_grad, kOp, ": the fused kernel does not differentiate the additive mask "
+                 "(detach it or use SdpaImpl::naive)");
+      break;
+    default:
+      p.fused = q.dtype() == DType::f32 && !opts.need_weights && !mask_grad && prefer_fused(Tq, Tk, HS);
+  }
+  return p;
 }
 
 }  // namespace
@@ -299,27 +302,21 @@ SdpaResult sdpa_naive_path(const Tensor& q, const Tensor& k, const Tensor& v, co
 SdpaResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                                         const SdpaOptions& opts) {
   validate(q, k, v, mask, opts);
-  const int64_t Tq = q.size(2), Tk = k.size(2), HS = q.size(3);
-  const double scale = std::isnan(opts.scale) ? 1.0 / std::sqrt(double(HS)) : opts.scale;
-  const bool causal = opts.causal;
-  const int64_t shift = causal && opts.causal_align == CausalAlign::bottom_right ? Tk - Tq : 0;
-  const bool mask_grad = mask.defined() && mask.dtype() != DType::u8 && autograd::needs_grad({mask});
-
-  bool fused;
-  switch (opts.impl) {
-    case SdpaImpl::naive: fused = false; break;
-    case SdpaImpl::fused:   // unless need_weights, which forces naive
-      fused = !opts.need_weights;
-      ATTN_CHECK(!fused || q.dtype() == DType::f32, kOp, ": the fused kernel is f32 only, got ",
-                 dtype_name(q.dtype()), " (use SdpaImpl::naive)");
-      ATTN_CHECK(!fused || !mask_grad, kOp, ": the fused kernel does not differentiate the additive mask "
-                 "(detach it or use SdpaImpl::naive)");
-      break;
-    default:
-      fused = q.dtype() == DType::f32 && !opts.need_weights && !mask_grad && prefer_fused(Tq, Tk, HS);
+  const Plan p = plan(q, k, mask, opts);
+  if (p.fused) {
+    FusedForward f = fused_forward(q, k, v, mask, p.scale, opts.causal, p.shift, opts.dropout_p, opts.generator);
+    Tensor out = f.out;
+    attach_fused(out, f, {q, k, v}, /*packed=*/false);
+    return {out, Tensor()};
   }
-  if (fused) return sdpa_fused(q, k, v, mask, scale, causal, shift, opts.dropout_p, opts.generator);
-  return sdpa_naive_path(q, k, v, mask, opts, scale, shift);
+  reference::SdpaNaiveConfig c;
+  c.scale = p.scale;
+  c.causal = opts.causal;
+  c.shift = p.shift;
+  c.dropout_p = opts.dropout_p;
+  c.generator = opts.generator;
+  c.need_weights = opts.need_weights;
+  return reference::sdpa_naive(q, k, v, mask, c);
 }
 
 Tensor scaled_dot_product_attention_packed(const Tensor& qkv, int64_t num_heads, const Tensor& mask,
@@ -333,26 +330,13 @@ Tensor scaled_dot_product_attention_packed(const Tensor& qkv, int64_t num_heads,
   const Tensor t = qkv.reshape({B, T, 3, num_heads, HS}).permute({2, 0, 3, 1, 4});
   const Tensor q = t.select(0, 0), k = t.select(0, 1), v = t.select(0, 2);
   validate(q, k, v, mask, opts);
-  const double scale = std::isnan(opts.scale) ? 1.0 / std::sqrt(double(HS)) : opts.scale;
-  const int64_t shift = 0;   // Tq == Tk
-  const bool mask_grad = mask.defined() && mask.dtype() != DType::u8 && autograd::needs_grad({mask});
-  const bool fused = q.dtype() == DType::f32 && !mask_grad &&
-                     (opts.impl == SdpaImpl::fused || (opts.impl != SdpaImpl::naive && prefer_fused(T, T, HS)));
-  if (!fused) {   // through the views: the same values and gradients, by the unpacked path
-    SdpaResult r = scaled_dot_product_attention(q, k, v, mask, opts);
-    return r.out.transpose(1, 2).reshape({B, T, C});
-  }
-  FusedForward f = fused_forward(q, k, v, mask, scale, opts.causal, shift, opts.dropout_p, opts.generator);
+  const Plan p = plan(q, k, mask, opts);
+  if (!p.fused)   // through the views: the same values and gradients, by the unpacked path
+    return scaled_dot_product_attention(q, k, v, mask, opts).out.transpose(1, 2).reshape({B, T, C});
+  FusedForward f = fused_forward(q, k, v, mask, p.scale, opts.causal, p.shift, opts.dropout_p, opts.generator);
   Tensor out = f.out.transpose(1, 2).view({B, T, C});   // the (B, T, NH, HS) buffer
-  if (autograd::needs_grad({qkv})) {
-    auto n = std::make_shared<SdpaPackedNode>();
-    n->st = std::move(f.st);
-    n->out = f.out.detach();
-    n->lse = f.lse;
-    autograd::attach(out, n, {qkv});
-  }
+  attach_fused(out, f, {qkv}, /*packed=*/true);
   return out;
 }
-
 
 }  // namespace attn

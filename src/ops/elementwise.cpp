@@ -41,6 +41,21 @@ inline T apply_bin(Bin k, T x, T y) {
   return x;
 }
 
+// d[i] = x[i·SX] op y[i·SY] for i < n, SX and SY in {0, 1} (0: a broadcast scalar): the op is
+// chosen once per row, not per element, so add / sub / mul vectorise.
+template <int SX, int SY, class T>
+void bin_row(Bin k, T* d, const T* x, const T* y, int64_t n) {
+  auto run = [&](auto f) {
+    for (int64_t i = 0; i < n; ++i) d[i] = f(x[i * SX], y[i * SY]);
+  };
+  switch (k) {
+    case Bin::add: run([](T a, T b) { return a + b; }); break;
+    case Bin::sub: run([](T a, T b) { return a - b; }); break;
+    case Bin::mul: run([](T a, T b) { return a * b; }); break;
+    default: run([k](T a, T b) { return apply_bin(k, a, b); }); break;
+  }
+}
+
 const char* bin_name(Bin k) {
   switch (k) {
     case Bin::add: return "add";
@@ -61,19 +76,8 @@ Tensor binary_forward(Bin k, const Tensor& a, const Tensor& b) {
   Tensor out = Tensor::empty(s, a.dtype());
   ATTN_DISPATCH_ALL(a.dtype(), op, [&] {
     T* o = out.data<T>();
-    if (a.shape() == s && b.shape() == s && a.is_contiguous() && b.is_contiguous()) {
-      const T* x = a.data<T>();
-      const T* y = b.data<T>();
-      parallel_for(0, out.numel(), 32768, [&](int64_t i0, int64_t i1) {
-        switch (k) {
-          case Bin::add: for (int64_t i = i0; i < i1; ++i) o[i] = x[i] + y[i]; break;
-          case Bin::mul: for (int64_t i = i0; i < i1; ++i) o[i] = x[i] * y[i]; break;
-          case Bin::sub: for (int64_t i = i0; i < i1; ++i) o[i] = x[i] - y[i]; break;
-          default: for (int64_t i = i0; i < i1; ++i) o[i] = apply_bin(k, x[i], y[i]); break;
-        }
-      });
-      return;
-    }
+    // The strided walk merges the dims both operands walk alike (contiguous operands of one shape:
+    // a single row, cut into segments across threads).
     Tensor ea = a.detach().expand(s), eb = b.detach().expand(s);
     const T* pa = static_cast<const T*>(a.impl().storage->data);
     const T* pb = static_cast<const T*>(b.impl().storage->data);
@@ -83,35 +87,11 @@ Tensor binary_forward(Bin k, const Tensor& a, const Tensor& b) {
                               T* d = o + off[0];
                               const T* x = pa + off[1];
                               const T* y = pb + off[2];
-                              // Rows against a broadcast scalar (a per-sample scale such as drop-path's
-                              // mask, a bias per channel) and plain rows: the op chosen once per row,
-                              // so the loops vectorise.
-                              if (st[1] == 1 && st[2] == 0) {
-                                const T yy = *y;
-                                switch (k) {
-                                  case Bin::add: for (int64_t i = 0; i < n; ++i) d[i] = x[i] + yy; break;
-                                  case Bin::sub: for (int64_t i = 0; i < n; ++i) d[i] = x[i] - yy; break;
-                                  case Bin::mul: for (int64_t i = 0; i < n; ++i) d[i] = x[i] * yy; break;
-                                  default: for (int64_t i = 0; i < n; ++i) d[i] = apply_bin(k, x[i], yy); break;
-                                }
-                              } else if (st[1] == 0 && st[2] == 1) {
-                                const T xx = *x;
-                                switch (k) {
-                                  case Bin::add: for (int64_t i = 0; i < n; ++i) d[i] = xx + y[i]; break;
-                                  case Bin::sub: for (int64_t i = 0; i < n; ++i) d[i] = xx - y[i]; break;
-                                  case Bin::mul: for (int64_t i = 0; i < n; ++i) d[i] = xx * y[i]; break;
-                                  default: for (int64_t i = 0; i < n; ++i) d[i] = apply_bin(k, xx, y[i]); break;
-                                }
-                              } else if (st[1] == 1 && st[2] == 1) {
-                                switch (k) {
-                                  case Bin::add: for (int64_t i = 0; i < n; ++i) d[i] = x[i] + y[i]; break;
-                                  case Bin::sub: for (int64_t i = 0; i < n; ++i) d[i] = x[i] - y[i]; break;
-                                  case Bin::mul: for (int64_t i = 0; i < n; ++i) d[i] = x[i] * y[i]; break;
-                                  default: for (int64_t i = 0; i < n; ++i) d[i] = apply_bin(k, x[i], y[i]); break;
-                                }
-                              } else {
+                              if (st[1] == 1 && st[2] == 1) bin_row<1, 1>(k, d, x, y, n);
+                              else if (st[1] == 1 && st[2] == 0) bin_row<1, 0>(k, d, x, y, n);
+                              else if (st[1] == 0 && st[2] == 1) bin_row<0, 1>(k, d, x, y, n);
+                              else
                                 for (int64_t i = 0; i < n; ++i) d[i] = apply_bin(k, x[i * st[1]], y[i * st[2]]);
-                              }
                             });
   });
   return out;
