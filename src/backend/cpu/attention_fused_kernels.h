@@ -146,6 +146,28 @@ struct AttnOps {
     if (m < M) rows_tail<TA, MR - 1>(M - m, N, K, a_rows<TA>(A, m, lda), lda, B, ldb, C + m * ldc, ldc, acc);
   }
 
+  // ---------------- packing ----------------
+
+  // dst[c·ldd + r] = src[r·ld + c] for r < rows, c < cols; 0 for rows <= r < rows_pad (a multiple of
+  // W). Kᵀ and Vᵀ tiles: under AVX-512 16 × 16 blocks transposed in registers; one scalar store per
+  // element with a stride of a tile row was the forward's largest cost after the GEMMs and the
+  // exponentials at T = 50 (a third of its own time).
+  static void pack_transposed(const float* src, int64_t rows, int64_t ld, int64_t cols, float* dst, int64_t ldd,
+                              int64_t rows_pad) {
+    int64_t c0 = 0;
+    if constexpr (requires { V::transpose_16x16(src, ld, rows, dst, ldd); }) {
+      for (; c0 + 16 <= cols; c0 += 16)
+        for (int64_t r0 = 0; r0 < rows_pad; r0 += 16)
+          V::transpose_16x16(src + r0 * ld + c0, ld, imax(0, imin(16, rows - r0)), dst + c0 * ldd + r0, ldd);
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* sr = src + r * ld;
+      for (int64_t c = c0; c < cols; ++c) dst[c * ldd + r] = sr[c];
+    }
+    for (int64_t c = c0; c < cols; ++c)
+      for (int64_t r = rows; r < rows_pad; ++r) dst[c * ldd + r] = 0.f;
+  }
+
   // ---------------- row helpers (n a multiple of W) ----------------
 
   static float row_max(const float* s, int64_t n) {
@@ -289,12 +311,7 @@ struct AttnOps {
     float keep[BK];
     for (int64_t j0 = 0; j0 < jend; j0 += BK) {
       const int64_t nk = imin(BK, g.Tk - j0), nkp = lane_pad(nk);
-      for (int64_t j = 0; j < nk; ++j) {
-        const float* kr = k + (j0 + j) * g.k_st;
-        for (int64_t d = 0; d < HS; ++d) Kt[d * BK + j] = kr[d];
-      }
-      for (int64_t d = 0; d < HS; ++d)
-        for (int64_t j = nk; j < nkp; ++j) Kt[d * BK + j] = 0.f;
+      pack_transposed(k + j0 * g.k_st, nk, g.k_st, HS, Kt, BK, nkp);
       for (int64_t j = 0; j < nk; ++j) {
         const float* vr = v + (j0 + j) * g.v_st;
         float* vp = Vp + j * HSvp;
@@ -373,12 +390,7 @@ struct AttnOps {
     const float* k = a.k + b * g.k_sb + h * g.k_sh;
     const float* v = a.v + b * g.v_sb + h * g.v_sh;
     float* out = a.out + b * a.o_sb + h * a.o_sh;
-    for (int64_t j = 0; j < nk; ++j) {
-      const float* kr = k + j * g.k_st;
-      for (int64_t d = 0; d < HS; ++d) Kt[d * BK + j] = kr[d];
-    }
-    for (int64_t d = 0; d < HS; ++d)
-      for (int64_t j = nk; j < nkp; ++j) Kt[d * BK + j] = 0.f;
+    pack_transposed(k, nk, g.k_st, HS, Kt, BK, nkp);
     gemm(Tq, nkp, HS, q, g.q_st, Kt, BK, S, BK, false);
     float inv[BQ];
     const float c = g.scale * kLog2e;
@@ -435,17 +447,12 @@ struct AttnOps {
 
     for (int64_t kb = kb0; kb < kb1; ++kb) {
       const int64_t j0 = kb * BK, nk = imin(BK, g.Tk - j0), nkp = lane_pad(nk);
+      pack_transposed(k + j0 * g.k_st, nk, g.k_st, HS, Kt, BK, nkp);
+      pack_transposed(v + j0 * g.v_st, nk, g.v_st, HSv, Vt, BK, nkp);
       for (int64_t j = 0; j < nk; ++j) {
         const float* kr = k + (j0 + j) * g.k_st;
-        const float* vr = v + (j0 + j) * g.v_st;
-        for (int64_t d = 0; d < HS; ++d) Kt[d * BK + j] = kr[d];
         for (int64_t d = 0; d < HS; ++d) Kp[j * HSp + d] = kr[d];
         for (int64_t d = HS; d < HSp; ++d) Kp[j * HSp + d] = 0.f;
-        for (int64_t d = 0; d < HSv; ++d) Vt[d * BK + j] = vr[d];
-      }
-      for (int64_t j = nk; j < nkp; ++j) {
-        for (int64_t d = 0; d < HS; ++d) Kt[d * BK + j] = 0.f;
-        for (int64_t d = 0; d < HSv; ++d) Vt[d * BK + j] = 0.f;
       }
       for (int64_t x = 0; x < nk * HSp; ++x) dKa[x] = 0.f;
       for (int64_t x = 0; x < nk * HSvp; ++x) dVa[x] = 0.f;

@@ -51,6 +51,31 @@ struct VecAvx512 {
     s = _mm_max_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
   }
+  // dst[c·ldd + r] = src[r·ld + c] for r < nrows, 0 for nrows <= r < 16 (c < 16): a 16 × 16 block
+  // transposed in registers (rows beyond nrows are not read). Pairs of rows interleaved, then pairs
+  // of pairs (each 128-bit lane holds a 4 × 4 block transposed), then the lanes regrouped twice.
+  static void transpose_16x16(const float* src, int64_t ld, int64_t nrows, float* dst, int64_t ldd) {
+    __m512 r[16], t[16];
+    for (int i = 0; i < 16; ++i) r[i] = i < nrows ? _mm512_loadu_ps(src + i * ld) : _mm512_setzero_ps();
+    for (int i = 0; i < 16; i += 2) {
+      t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int g = 0; g < 16; g += 4) {   // u[g + k]: column 4L + k of rows g .. g + 3 in lane L
+      r[g] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[g]), _mm512_castps_pd(t[g + 2])));
+      r[g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[g]), _mm512_castps_pd(t[g + 2])));
+      r[g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[g + 1]), _mm512_castps_pd(t[g + 3])));
+      r[g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[g + 1]), _mm512_castps_pd(t[g + 3])));
+    }
+    for (int k = 0; k < 4; ++k) {
+      const __m512 va = _mm512_shuffle_f32x4(r[k], r[4 + k], 0x88), wa = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0x88);
+      const __m512 vb = _mm512_shuffle_f32x4(r[k], r[4 + k], 0xdd), wb = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0xdd);
+      _mm512_storeu_ps(dst + k * ldd, _mm512_shuffle_f32x4(va, wa, 0x88));
+      _mm512_storeu_ps(dst + (8 + k) * ldd, _mm512_shuffle_f32x4(va, wa, 0xdd));
+      _mm512_storeu_ps(dst + (4 + k) * ldd, _mm512_shuffle_f32x4(vb, wb, 0x88));
+      _mm512_storeu_ps(dst + (12 + k) * ldd, _mm512_shuffle_f32x4(vb, wb, 0xdd));
+    }
+  }
   static M lt(R a, R b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
   static M gt(R a, R b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
   static R select(M m, R a, R b) { return _mm512_mask_blend_ps(m, b, a); }
