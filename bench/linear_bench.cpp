@@ -4,8 +4,18 @@
 //
 // --shape M,K,N measures another shape (e.g. the vit_fmnist GEMMs at batch 256: 12800,192,576).
 //
-//   build/dev/bench/linear_bench [--threads 2] [--reps 50] [--shape M,K,N]
+// --train times, instead, the three products of a training step's linear layer, as attn's linear
+// node runs them (forward x·Wᵀ + b, dx = dy·W, dW = dyᵀ·x, transposed operands as views), against
+// PyTorch's same three: by default at the four linear shapes of vit_fmnist at batch 128 (M = 6,400
+// tokens; qkv, proj, fc1, fc2), or at --shape. Its last line, "all", is the FLOP-weighted ratio:
+// the training-step speed-up that the GEMMs alone allow.
+//
+//   build/dev/bench/linear_bench [--threads 2] [--reps 50] [--shape M,K,N] [--train]
+#include <array>
+#include <cmath>
 #include <cstdio>
+#include <string>
+#include <vector>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -17,10 +27,57 @@
 
 using namespace attn;
 
+namespace {
+int train_products(const std::vector<std::array<long, 3>>& shapes, int threads, int reps) {
+  const std::string peer = std::string(ATTN_SOURCE_DIR) + "/bench/peers/linear.py";
+  std::printf("linear layer's training products, f32, %d threads, median of %d; PyTorch with OMP_WAIT_POLICY=PASSIVE\n",
+              threads, reps);
+  std::printf("  %-18s %-8s %10s %10s %9s %9s %7s\n", "M x K -> N", "product", "attn ms", "torch ms", "attn GF/s",
+              "torch GF/s", "ratio");
+  nlohmann::json rows = nlohmann::json::array();
+  double sum_attn = 0, sum_torch = 0;
+  for (const auto& [M, K, N] : shapes) {
+    Generator g(0);
+    Tensor x = randn({M, K}, g), w = randn({N, K}, g), b = randn({N}, g), dy = randn({M, N}, g);
+    NoGradGuard ng;
+    const double ta[3] = {bench::time_ms([&] { Tensor y = linear(x, w, b); }, reps),
+                          bench::time_ms([&] { Tensor dx = matmul(dy, w); }, reps),
+                          bench::time_ms([&] { Tensor dw = matmul(dy.transpose(0, 1), x); }, reps)};
+    std::string out = bench::last_line(bench::run_capture(
+        "OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 " + peer + " --train --threads " + std::to_string(threads) +
+        " --reps " + std::to_string(reps) + " --shape " + std::to_string(M) + "," + std::to_string(K) + "," +
+        std::to_string(N)));
+    double tt[3] = {NAN, NAN, NAN};
+    try {
+      const auto j = nlohmann::json::parse(out);
+      tt[0] = j.at("fwd_ms").get<double>(), tt[1] = j.at("dx_ms").get<double>(), tt[2] = j.at("dw_ms").get<double>();
+    } catch (...) {}
+    const double gf = 2.0 * M * K * N / 1e6;   // MFLOP, so GFLOP/s = gf / ms
+    const char* names[3] = {"x·Wᵀ+b", "dy·W", "dyᵀ·x"};
+    char shape[48];
+    std::snprintf(shape, sizeof shape, "%ld x %ld -> %ld", M, K, N);
+    for (int p = 0; p < 3; ++p) {
+      std::printf("  %-18s %-8s %10.3f %10.3f %9.1f %9.1f %6.2fx\n", p == 0 ? shape : "", names[p], ta[p], tt[p],
+                  gf / ta[p], gf / tt[p], tt[p] / ta[p]);
+      sum_attn += ta[p], sum_torch += tt[p];
+    }
+    rows.push_back({{"shape", {M, K, N}}, {"attn_ms", {ta[0], ta[1], ta[2]}}, {"torch_ms", {tt[0], tt[1], tt[2]}}});
+  }
+  std::printf("  all: attn %.2f ms, PyTorch %.2f ms, %.2fx\n", sum_attn, sum_torch, sum_torch / sum_attn);
+  nlohmann::json j = {{"bench", "linear_train"}, {"rows", rows}, {"attn_ms", sum_attn}, {"torch_ms", sum_torch},
+                      {"speedup", sum_torch / sum_attn}};
+  std::cout << j.dump() << std::endl;
+  return 0;
+}
+}  // namespace
+
 int main(int argc, char** argv) {
   int threads = 2, reps = 50;
   long M = 197, K = 768, N = 3072;
-  for (int i = 1; i + 1 < argc; ++i) {
+  bool train = false, shape_given = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--train")) { train = true; continue; }
+    if (i + 1 >= argc) break;
     if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--reps")) reps = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--shape")) {
@@ -28,9 +85,16 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "linear_bench: expected --shape M,K,N with positive sizes, got '%s'\n", argv[i]);
         return 2;
       }
+      shape_given = true;
     }
   }
   set_num_threads(threads);
+  if (train) {
+    std::vector<std::array<long, 3>> shapes;
+    if (shape_given) shapes.push_back({M, K, N});
+    else shapes = {{6400, 192, 576}, {6400, 192, 192}, {6400, 192, 768}, {6400, 768, 192}};
+    return train_products(shapes, threads, reps);
+  }
   const double flop = 2.0 * M * K * N;
   Generator g(0);
   Tensor x = randn({M, K}, g), w = randn({N, K}, g), b = randn({N}, g);

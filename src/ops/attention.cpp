@@ -100,9 +100,18 @@ void fused_backward(const FusedSetup& st, const Tensor& out, const Tensor& lse, 
   // Any strides over (B, NH, Tq): the gradient of merge_heads(out) arrives as a (B, Tq, NH, HSv) buffer.
   const Tensor dout = unit_last(dout_in);
   const int64_t BH = g.B * g.NH, HSp = kernels::attn_pad(g.HS);
-  // delta_i = rowsum(dO_i ∘ O_i)
-  Tensor delta = Tensor::empty({g.B, g.NH, g.Tq});
-  {
+  // Key-block groups per (b, h): enough items for the threads, each group a partial dq.
+  const int64_t nkb = kernels::attn_k_blocks(g);
+  const int64_t groups =
+      std::max<int64_t>(1, std::min<int64_t>(nkb, (2 * get_num_threads() + BH - 1) / std::max<int64_t>(BH, 1)));
+  // One group per (b, h), the usual case in training (B·NH items at least twice the threads): each item
+  // computes its own rows' delta and writes its dq (AttnBwdArgs). Otherwise delta_i = rowsum(dO_i ∘ O_i)
+  // here, and dq summed from the groups' partial products afterwards.
+  const bool direct = groups == 1;
+  Tensor delta, dq_part;
+  if (!direct) {
+    delta = Tensor::empty({g.B, g.NH, g.Tq});
+    dq_part = Tensor::empty({BH * groups * g.Tq * HSp});
     const float* po = out.data<float>();
     const float* pg = dout.data<float>();
     float* pd = delta.data<float>();
@@ -119,11 +128,6 @@ void fused_backward(const FusedSetup& st, const Tensor& out, const Tensor& lse, 
       }
     });
   }
-  // Key-block groups per (b, h): enough items for the threads, each group a partial dq.
-  const int64_t nkb = kernels::attn_k_blocks(g);
-  const int64_t groups =
-      std::max<int64_t>(1, std::min<int64_t>(nkb, (2 * get_num_threads() + BH - 1) / std::max<int64_t>(BH, 1)));
-  Tensor dq_part = Tensor::empty({BH * groups * g.Tq * HSp});
   kernels::AttnBwdArgs a;
   a.g = g;
   a.m = st.mask_args();
@@ -133,14 +137,21 @@ void fused_backward(const FusedSetup& st, const Tensor& out, const Tensor& lse, 
   a.do_sb = dout.stride(0); a.do_sh = dout.stride(1); a.do_st = dout.stride(2);
   a.rowmax = lse.data<float>();
   a.logsum = a.rowmax + BH * g.Tq;
-  a.delta = delta.data<float>();
   a.groups = groups;
-  a.dq_part = dq_part.data<float>();
+  if (direct) {
+    a.out = out.data<float>();
+    a.o_sb = out.stride(0); a.o_sh = out.stride(1); a.o_st = out.stride(2);
+    a.dq = dq.p; a.dq_sb = dq.sb; a.dq_sh = dq.sh; a.dq_st = dq.st;
+  } else {
+    a.delta = delta.data<float>();
+    a.dq_part = dq_part.data<float>();
+  }
   a.dk = dk.p; a.dk_sb = dk.sb; a.dk_sh = dk.sh; a.dk_st = dk.st;
   a.dv = dv.p; a.dv_sb = dv.sb; a.dv_sh = dv.sh; a.dv_st = dv.st;
   const auto& kern = kernels::attention_kernels();
   run_items(kernels::attention_bwd_items(g, groups), kernels::attention_bwd_scratch(g),
             [&](int64_t it, float* scratch) { kern.bwd(a, it, it + 1, scratch); });
+  if (direct) return;
   // dq = scale * sum over groups, in group order.
   const float* pp = dq_part.data<float>();
   parallel_for(0, BH * g.Tq, 64, [&](int64_t r0, int64_t r1) {

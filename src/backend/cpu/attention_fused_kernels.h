@@ -170,6 +170,16 @@ struct AttnOps {
 
   // ---------------- row helpers (n a multiple of W) ----------------
 
+  // sum of x[d]·y[d], d < n (any n)
+  static float dot(const float* x, const float* y, int64_t n) {
+    R acc = V::zero();
+    int64_t d = 0;
+    for (; d + W <= n; d += W) acc = V::fma(V::load(x + d), V::load(y + d), acc);
+    float s = V::hsum(acc);
+    for (; d < n; ++d) s += x[d] * y[d];
+    return s;
+  }
+
   static float row_max(const float* s, int64_t n) {
     R m0 = V::set1(neg_inf());
     for (int64_t j = 0; j < n; j += W) m0 = V::max(m0, V::load(s + j));
@@ -439,10 +449,18 @@ struct AttnOps {
     const float* dout = a.dout + b * a.do_sb + h * a.do_sh;
     const float* rowmax = a.rowmax + bh * g.Tq;
     const float* logsum = a.logsum + bh * g.Tq;
-    const float* delta = a.delta + bh * g.Tq;
     const int64_t mbase = b * a.m.sb + h * a.m.sh;
-    float* dqp = a.dq_part + (bh * G + grp) * g.Tq * HSp;
+    // Direct (groups == 1, see AttnBwdArgs): this item's delta and dq rows live in its scratch.
+    const bool direct = a.dq != nullptr;
+    float* dq_rows = dVa + BK * HSvp;   // Tq × HSp
+    float* delta_rows = dq_rows + g.Tq * HSp;
+    float* dqp = direct ? dq_rows : a.dq_part + (bh * G + grp) * g.Tq * HSp;
     for (int64_t x = 0; x < g.Tq * HSp; ++x) dqp[x] = 0.f;
+    if (direct) {   // delta_i = rowsum(dO_i ∘ O_i)
+      const float* o = a.out + b * a.o_sb + h * a.o_sh;
+      for (int64_t i = 0; i < g.Tq; ++i) delta_rows[i] = dot(o + i * a.o_st, dout + i * a.do_st, HSv);
+    }
+    const float* delta = direct ? delta_rows : a.delta + bh * g.Tq;
     float keep[BK];
 
     for (int64_t kb = kb0; kb < kb1; ++kb) {
@@ -499,6 +517,14 @@ struct AttnOps {
         float* dvr = a.dv + b * a.dv_sb + h * a.dv_sh + (j0 + j) * a.dv_st;
         for (int64_t d = 0; d < HS; ++d) dkr[d] = dKa[j * HSp + d];
         for (int64_t d = 0; d < HSv; ++d) dvr[d] = dVa[j * HSvp + d];
+      }
+    }
+    if (direct) {   // dq = scale · dS·K, straight into the gradient
+      float* dq = a.dq + b * a.dq_sb + h * a.dq_sh;
+      for (int64_t i = 0; i < g.Tq; ++i) {
+        float* r = dq + i * a.dq_st;
+        const float* p = dq_rows + i * HSp;
+        for (int64_t d = 0; d < HS; ++d) r[d] = p[d] * g.scale;
       }
     }
   }
