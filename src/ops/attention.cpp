@@ -207,8 +207,10 @@ struct FusedForward {
   Tensor out, lse;
 };
 
+// keep_lse: the backward will run (some input needs a gradient); without it the row statistics are
+// neither computed nor stored (inference).
 FusedForward fused_forward(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Tensor& mask,
-                           double scale, bool causal, int64_t shift, double p, Generator* gen) {
+                           double scale, bool causal, int64_t shift, double p, Generator* gen, bool keep_lse) {
   FusedForward f;
   FusedSetup& st = f.st;
   st.q = unit_last(q_in.detach());
@@ -236,7 +238,7 @@ FusedForward fused_forward(const Tensor& q_in, const Tensor& k_in, const Tensor&
   // The output is stored (B, Tq, NH, HSv) and returned as its (B, NH, Tq, HSv) view, as PyTorch's flash
   // kernel does: merge_heads(out) is then a view, not a copy.
   f.out = Tensor::empty({g.B, g.Tq, g.NH, g.HSv}).permute({0, 2, 1, 3});
-  f.lse = Tensor::empty({2, g.B, g.NH, g.Tq});   // row max, log-sum (see attention_fused.h)
+  if (keep_lse) f.lse = Tensor::empty({2, g.B, g.NH, g.Tq});   // row max, log-sum (see attention_fused.h)
   kernels::AttnFwdArgs a;
   a.g = g;
   a.m = st.mask_args();
@@ -244,8 +246,10 @@ FusedForward fused_forward(const Tensor& q_in, const Tensor& k_in, const Tensor&
   a.q = st.q.data<float>(); a.k = st.k.data<float>(); a.v = st.v.data<float>();
   a.out = f.out.data<float>();
   a.o_sb = f.out.stride(0); a.o_sh = f.out.stride(1); a.o_st = f.out.stride(2);
-  a.rowmax = f.lse.data<float>();
-  a.logsum = a.rowmax + g.B * g.NH * g.Tq;
+  if (keep_lse) {
+    a.rowmax = f.lse.data<float>();
+    a.logsum = a.rowmax + g.B * g.NH * g.Tq;
+  }
   // Query blocks per work item: up to 4 (each key block is packed once per item), while leaving
   // at least two items per thread for balance.
   const int64_t qblocks = g.B * g.NH * kernels::attn_q_blocks(g);
@@ -315,7 +319,8 @@ SdpaResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const 
   validate(q, k, v, mask, opts);
   const Plan p = plan(q, k, mask, opts);
   if (p.fused) {
-    FusedForward f = fused_forward(q, k, v, mask, p.scale, opts.causal, p.shift, opts.dropout_p, opts.generator);
+    FusedForward f = fused_forward(q, k, v, mask, p.scale, opts.causal, p.shift, opts.dropout_p, opts.generator,
+                                   autograd::needs_grad({q, k, v}));
     Tensor out = f.out;
     attach_fused(out, f, {q, k, v}, /*packed=*/false);
     return {out, Tensor()};
@@ -344,7 +349,8 @@ Tensor scaled_dot_product_attention_packed(const Tensor& qkv, int64_t num_heads,
   const Plan p = plan(q, k, mask, opts);
   if (!p.fused)   // through the views: the same values and gradients, by the unpacked path
     return scaled_dot_product_attention(q, k, v, mask, opts).out.transpose(1, 2).reshape({B, T, C});
-  FusedForward f = fused_forward(q, k, v, mask, p.scale, opts.causal, p.shift, opts.dropout_p, opts.generator);
+  FusedForward f = fused_forward(q, k, v, mask, p.scale, opts.causal, p.shift, opts.dropout_p, opts.generator,
+                                 autograd::needs_grad({qkv}));
   Tensor out = f.out.transpose(1, 2).view({B, T, C});   // the (B, T, NH, HS) buffer
   attach_fused(out, f, {qkv}, /*packed=*/true);
   return out;

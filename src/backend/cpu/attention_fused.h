@@ -70,6 +70,7 @@ struct AttnFwdArgs {
   // Per row of the masked, scaled scores: the max and log(sum(exp(s - max))), the log-sum-exp
   // kept in two parts so the backward's exp((s - max) - logsum) is as exact as the forward's.
   // A row with every key masked gets max = +inf, logsum = 0 (all its weights are then 0).
+  // Both null: not needed (no backward will run), not computed.
   float* rowmax = nullptr;   // (B, NH, Tq)
   float* logsum = nullptr;   // (B, NH, Tq)
   int64_t q_blocks_per_item = 1;   // query blocks of kAttnBQ rows per work item (>= 1)

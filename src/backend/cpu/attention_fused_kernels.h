@@ -363,13 +363,17 @@ struct AttnOps {
       const float l = V::hsum(V::load(lrow + i * W));
       if (l == 0.f) {   // every key masked: zeros, and a log-sum-exp that zeroes the weights
         for (int64_t d = 0; d < HSv; ++d) o[d] = 0.f;
-        a.rowmax[bh * g.Tq + qi] = __builtin_inff();
-        a.logsum[bh * g.Tq + qi] = 0.f;
+        if (a.rowmax) {
+          a.rowmax[bh * g.Tq + qi] = __builtin_inff();
+          a.logsum[bh * g.Tq + qi] = 0.f;
+        }
       } else {
         const float inv = 1.f / l;
         for (int64_t d = 0; d < HSv; ++d) o[d] = acc[i * HSvp + d] * inv;
-        a.rowmax[bh * g.Tq + qi] = mrow[i];
-        a.logsum[bh * g.Tq + qi] = __builtin_logf(l);
+        if (a.rowmax) {
+          a.rowmax[bh * g.Tq + qi] = mrow[i];
+          a.logsum[bh * g.Tq + qi] = __builtin_logf(l);
+        }
       }
     }
   }
@@ -412,12 +416,16 @@ struct AttnOps {
       const float l = V::hsum(exp2_sub_sum(s, nkp, m == neg_inf() ? 0.f : m, c, V::zero()));
       if (l == 0.f) {
         inv[i] = 0.f;
-        a.rowmax[bh * Tq + i] = __builtin_inff();
-        a.logsum[bh * Tq + i] = 0.f;
+        if (a.rowmax) {
+          a.rowmax[bh * Tq + i] = __builtin_inff();
+          a.logsum[bh * Tq + i] = 0.f;
+        }
       } else {
         inv[i] = 1.f / l;
-        a.rowmax[bh * Tq + i] = m * g.scale;
-        a.logsum[bh * Tq + i] = __builtin_logf(l);
+        if (a.rowmax) {
+          a.rowmax[bh * Tq + i] = m * g.scale;
+          a.logsum[bh * Tq + i] = __builtin_logf(l);
+        }
       }
     }
     gemm(Tq, HSv, nk, S, BK, v, g.v_st, out, a.o_st, false);
