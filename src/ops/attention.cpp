@@ -105,29 +105,10 @@ void fused_backward(const FusedSetup& st, const Tensor& out, const Tensor& lse, 
   const int64_t groups =
       std::max<int64_t>(1, std::min<int64_t>(nkb, (2 * get_num_threads() + BH - 1) / std::max<int64_t>(BH, 1)));
   // One group per (b, h), the usual case in training (B·NH items at least twice the threads): each item
-  // computes its own rows' delta and writes its dq (AttnBwdArgs). Otherwise delta_i = rowsum(dO_i ∘ O_i)
-  // here, and dq summed from the groups' partial products afterwards.
+  // writes its dq (AttnBwdArgs). Otherwise dq is summed from the groups' partial products afterwards.
   const bool direct = groups == 1;
-  Tensor delta, dq_part;
-  if (!direct) {
-    delta = Tensor::empty({g.B, g.NH, g.Tq});
-    dq_part = Tensor::empty({BH * groups * g.Tq * HSp});
-    const float* po = out.data<float>();
-    const float* pg = dout.data<float>();
-    float* pd = delta.data<float>();
-    const int64_t osb = out.stride(0), osh = out.stride(1), ost = out.stride(2);
-    const int64_t gsb = dout.stride(0), gsh = dout.stride(1), gst = dout.stride(2);
-    parallel_for(0, BH * g.Tq, 256, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const int64_t b = r / (g.NH * g.Tq), h = r / g.Tq % g.NH, i = r % g.Tq;
-        const float* o = po + b * osb + h * osh + i * ost;
-        const float* gr = pg + b * gsb + h * gsh + i * gst;
-        float s = 0.f;
-        for (int64_t d = 0; d < g.HSv; ++d) s += o[d] * gr[d];
-        pd[r] = s;
-      }
-    });
-  }
+  Tensor dq_part;
+  if (!direct) dq_part = Tensor::empty({BH * groups * g.Tq * HSp});
   kernels::AttnBwdArgs a;
   a.g = g;
   a.m = st.mask_args();
@@ -137,13 +118,12 @@ void fused_backward(const FusedSetup& st, const Tensor& out, const Tensor& lse, 
   a.do_sb = dout.stride(0); a.do_sh = dout.stride(1); a.do_st = dout.stride(2);
   a.rowmax = lse.data<float>();
   a.logsum = a.rowmax + BH * g.Tq;
+  a.out = out.data<float>();
+  a.o_sb = out.stride(0); a.o_sh = out.stride(1); a.o_st = out.stride(2);
   a.groups = groups;
   if (direct) {
-    a.out = out.data<float>();
-    a.o_sb = out.stride(0); a.o_sh = out.stride(1); a.o_st = out.stride(2);
     a.dq = dq.p; a.dq_sb = dq.sb; a.dq_sh = dq.sh; a.dq_st = dq.st;
   } else {
-    a.delta = delta.data<float>();
     a.dq_part = dq_part.data<float>();
   }
   a.dk = dk.p; a.dk_sb = dk.sb; a.dk_sh = dk.sh; a.dk_st = dk.st;
@@ -261,9 +241,9 @@ FusedForward fused_forward(const Tensor& q_in, const Tensor& k_in, const Tensor&
   return f;
 }
 
-// Attaches the fused path's node to `result` (f.out itself, or the packed path's (B, T, C) view of it).
+// Attaches the fused path's node to `result` (f.out itself, or the packed path's (B, T, C) view of it);
+// only for a forward run with keep_lse, i.e. where some input needs a gradient.
 void attach_fused(Tensor& result, FusedForward& f, const std::vector<Tensor>& inputs, bool packed) {
-  if (!autograd::needs_grad(inputs)) return;
   auto n = std::make_shared<SdpaFusedNode>();
   n->st = std::move(f.st);
   n->out = f.out.detach();
@@ -319,10 +299,10 @@ SdpaResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const 
   validate(q, k, v, mask, opts);
   const Plan p = plan(q, k, mask, opts);
   if (p.fused) {
-    FusedForward f = fused_forward(q, k, v, mask, p.scale, opts.causal, p.shift, opts.dropout_p, opts.generator,
-                                   autograd::needs_grad({q, k, v}));
+    const bool grad = autograd::needs_grad({q, k, v});
+    FusedForward f = fused_forward(q, k, v, mask, p.scale, opts.causal, p.shift, opts.dropout_p, opts.generator, grad);
     Tensor out = f.out;
-    attach_fused(out, f, {q, k, v}, /*packed=*/false);
+    if (grad) attach_fused(out, f, {q, k, v}, /*packed=*/false);
     return {out, Tensor()};
   }
   reference::SdpaNaiveConfig c;
@@ -349,10 +329,10 @@ Tensor scaled_dot_product_attention_packed(const Tensor& qkv, int64_t num_heads,
   const Plan p = plan(q, k, mask, opts);
   if (!p.fused)   // through the views: the same values and gradients, by the unpacked path
     return scaled_dot_product_attention(q, k, v, mask, opts).out.transpose(1, 2).reshape({B, T, C});
-  FusedForward f = fused_forward(q, k, v, mask, p.scale, opts.causal, p.shift, opts.dropout_p, opts.generator,
-                                 autograd::needs_grad({qkv}));
+  const bool grad = autograd::needs_grad({qkv});
+  FusedForward f = fused_forward(q, k, v, mask, p.scale, opts.causal, p.shift, opts.dropout_p, opts.generator, grad);
   Tensor out = f.out.transpose(1, 2).view({B, T, C});   // the (B, T, NH, HS) buffer
-  attach_fused(out, f, {qkv}, /*packed=*/true);
+  if (grad) attach_fused(out, f, {qkv}, /*packed=*/true);
   return out;
 }
 

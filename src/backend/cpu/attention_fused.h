@@ -87,16 +87,15 @@ struct AttnBwdArgs {
   int64_t do_sb = 0, do_sh = 0, do_st = 0;
   const float* rowmax = nullptr;  // (B, NH, Tq), from the forward pass
   const float* logsum = nullptr;  // (B, NH, Tq), from the forward pass
-  const float* delta = nullptr;   // (B, NH, Tq): rowsum(dout ∘ out)
-  int64_t groups = 1;             // key-block groups per (b, h)
-  float* dq_part = nullptr;       // (B*NH, groups, Tq, pad(HS)): unscaled dS·K per group
-  // One group per (b, h) (groups == 1) may instead leave delta and dq_part null and give out and
-  // dq: the item then computes its rows' delta from out and dout, and writes dq = scale · dS·K
-  // itself (no partial buffer, no passes before and after the items).
+  // The forward's output: each item computes its rows' delta_i = rowsum(dout_i ∘ out_i) from it.
   const float* out = nullptr;     // (B, NH, Tq, HSv), element strides o_sb, o_sh, o_st; unit along HSv
   int64_t o_sb = 0, o_sh = 0, o_st = 0;
+  int64_t groups = 1;             // key-block groups per (b, h)
+  // dq: with one group per (b, h) the item writes dq = scale · dS·K itself (dq set, dq_part null);
+  // with several, each group's unscaled dS·K goes to dq_part, summed over the groups afterwards.
   float* dq = nullptr;            // (B, NH, Tq, HS), element strides dq_sb, dq_sh, dq_st; unit along HS
   int64_t dq_sb = 0, dq_sh = 0, dq_st = 0;
+  float* dq_part = nullptr;       // (B*NH, groups, Tq, pad(HS)): unscaled dS·K per group
   float* dk = nullptr;            // (B, NH, Tk, HS), element strides dk_sb, dk_sh, dk_st; unit along HS
   float* dv = nullptr;            // (B, NH, Tk, HSv), element strides dv_sb, dv_sh, dv_st; unit along HSv
   int64_t dk_sb = 0, dk_sh = 0, dk_st = 0, dv_sb = 0, dv_sh = 0, dv_st = 0;

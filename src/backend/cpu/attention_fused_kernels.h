@@ -458,17 +458,16 @@ struct AttnOps {
     const float* rowmax = a.rowmax + bh * g.Tq;
     const float* logsum = a.logsum + bh * g.Tq;
     const int64_t mbase = b * a.m.sb + h * a.m.sh;
-    // Direct (groups == 1, see AttnBwdArgs): this item's delta and dq rows live in its scratch.
+    // Direct (one group per (b, h), see AttnBwdArgs): the dq rows accumulate in the scratch.
     const bool direct = a.dq != nullptr;
     float* dq_rows = dVa + BK * HSvp;   // Tq × HSp
-    float* delta_rows = dq_rows + g.Tq * HSp;
+    float* delta = dq_rows + g.Tq * HSp;   // Tq: delta_i = rowsum(dO_i ∘ O_i)
     float* dqp = direct ? dq_rows : a.dq_part + (bh * G + grp) * g.Tq * HSp;
     for (int64_t x = 0; x < g.Tq * HSp; ++x) dqp[x] = 0.f;
-    if (direct) {   // delta_i = rowsum(dO_i ∘ O_i)
+    {
       const float* o = a.out + b * a.o_sb + h * a.o_sh;
-      for (int64_t i = 0; i < g.Tq; ++i) delta_rows[i] = dot(o + i * a.o_st, dout + i * a.do_st, HSv);
+      for (int64_t i = 0; i < g.Tq; ++i) delta[i] = dot(o + i * a.o_st, dout + i * a.do_st, HSv);
     }
-    const float* delta = direct ? delta_rows : a.delta + bh * g.Tq;
     float keep[BK];
 
     for (int64_t kb = kb0; kb < kb1; ++kb) {
