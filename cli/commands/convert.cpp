@@ -19,6 +19,7 @@ void add_convert(CLI::App& app) {
   struct Opts {
     std::string in, model, format = "auto", config, model_config, out;
     int64_t image_size = 0;
+    bool pos_embed_antialias = false;
   };
   auto o = std::make_shared<Opts>();
   c->add_option("input", o->in, "foreign weights (.safetensors)")->required();
@@ -27,6 +28,8 @@ void add_convert(CLI::App& app) {
   c->add_option("--format", o->format, "auto | timm | hf | torchvision")->capture_default_str();
   c->add_option("--config", o->config, "Hugging Face config.json (default: config.json beside the input for hf)");
   c->add_option("--image-size", o->image_size, "target image size (the position embedding is resampled)");
+  c->add_flag("--pos-embed-antialias", o->pos_embed_antialias,
+              "resample the position embedding as timm does (antialiased bicubic) instead of DeiT's plain bicubic");
   c->add_option("--model-config", o->model_config, "JSON object of config overrides, e.g. {\"num_classes\": 10}");
   c->add_option("--out", o->out, "output attn checkpoint (.safetensors)")->required();
   c->callback([o] {
@@ -44,6 +47,7 @@ void add_convert(CLI::App& app) {
       }
     }
     opt.image_size = o->image_size;
+    opt.pos_embed_antialias = o->pos_embed_antialias;
     const io::WeightFormat fmt = opt.format ? *opt.format : io::detect_weight_format(f);
     opt.format = fmt;
     std::string cfg_path = o->config;

@@ -118,7 +118,7 @@ Predictor from_checkpoint(const std::string& ckpt, DType linear_dtype) {
 
 Predictor from_foreign(const std::string& weights, const std::string& model, const std::string& format,
                        const std::string& config, const std::string& model_config, int64_t image_size,
-                       DType linear_dtype) {
+                       bool pos_embed_antialias, DType linear_dtype) {
   Predictor p;
   // The header only: the tensors are streamed into the model one layer at a time (load_foreign_vit).
   const io::SafetensorsReader f(weights);
@@ -133,6 +133,7 @@ Predictor from_foreign(const std::string& weights, const std::string& model, con
     }
   }
   opt.image_size = image_size;
+  opt.pos_embed_antialias = pos_embed_antialias;
   const io::WeightFormat fmt = format == "auto" ? io::detect_weight_format(f) : io::parse_weight_format(format);
   opt.format = fmt;
   std::string cfg_path = config;
@@ -166,7 +167,7 @@ void add_predict(CLI::App& app) {
     std::string interpolation, mean, std;
     int64_t topk = 5, batch = 1, image_size = 0, resize = 0, crop = 0;
     double crop_pct = 0;
-    bool json = false;
+    bool json = false, pos_embed_antialias = false;
     int threads = 0;
   };
   auto o = std::make_shared<Opts>();
@@ -177,6 +178,8 @@ void add_predict(CLI::App& app) {
   c->add_option("--config", o->config, "Hugging Face config.json (default: config.json beside hf weights)");
   c->add_option("--model-config", o->model_config, "JSON object of config overrides for --model, as attn convert");
   c->add_option("--image-size", o->image_size, "model image size for --weights (the position embedding is resampled)");
+  c->add_flag("--pos-embed-antialias", o->pos_embed_antialias,
+              "with --image-size: resample the position embedding as timm does (antialiased bicubic), not as DeiT");
   c->add_option("--topk", o->topk, "how many classes to print per image")->capture_default_str();
   c->add_option("--batch", o->batch, "images per forward pass")->capture_default_str();
   c->add_option("--dtype", o->dtype, "f32 | bf16 (Linear weights in bf16, f32 accumulation; see docs/design.md)")->capture_default_str();
@@ -199,12 +202,14 @@ void add_predict(CLI::App& app) {
     std::string source_path;
     if (!o->weights.empty()) {
       ATTN_CHECK(!o->model.empty(), "predict: --weights needs --model NAME (e.g. vit_base_patch16_224)");
-      pr = from_foreign(o->weights, o->model, o->format, o->config, o->model_config, o->image_size, linear_dtype);
+      pr = from_foreign(o->weights, o->model, o->format, o->config, o->model_config, o->image_size,
+                        o->pos_embed_antialias, linear_dtype);
       source_path = o->weights;
     } else {
       ATTN_CHECK(o->model.empty() && o->format == "auto" && o->config.empty() && o->model_config.empty() &&
-                     o->image_size == 0,
-                 "predict: --model, --format, --config, --model-config and --image-size go with --weights; an attn checkpoint "
+                     o->image_size == 0 && !o->pos_embed_antialias,
+                 "predict: --model, --format, --config, --model-config, --image-size and --pos-embed-antialias go with "
+                 "--weights; an attn checkpoint "
                  "describes its own model");
       ATTN_CHECK(images.size() >= 2, "predict: expected CKPT IMAGE... (or --weights W --model NAME IMAGE...), got ",
                  images.size(), " argument");

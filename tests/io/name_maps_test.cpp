@@ -397,6 +397,17 @@ TEST(NameMaps, PosEmbedResampledForAnotherImageSize) {
   EXPECT_TENSOR_NEAR(mine, pe.at("out"), 1e-6, 1e-5);
   const Tensor x = images(2, 3, 56, 20);
   EXPECT_EQ(run(*r.model, x).shape(), (Shape{2, 10}));
+
+  // timm's antialiased variant, on request; shrinking (grid 4x4 -> 3x3), where it differs most.
+  o.image_size = 24;
+  o.pos_embed_antialias = true;
+  r = io::load_foreign_vit(f.tensors, o);
+  EXPECT_TRUE(r.pos_embed_resampled);
+  pe = test::torch_ref("pretrained.pos_embed", {{"pos", *f.find("pos_embed")}},
+                       {{"prefix", 2}, {"old_h", 4}, {"old_w", 4}, {"new_h", 3}, {"new_w", 3}, {"antialias", true}});
+  for (const auto& [k, v] : r.model->state_dict())
+    if (k == "pos_embed") mine = v;
+  EXPECT_TENSOR_NEAR(mine, pe.at("out"), 1e-6, 1e-5);
 }
 
 TEST(NameMaps, HfConfigErrors) {

@@ -82,6 +82,52 @@ TEST(PosEmbed, ResampleMatchesTorch) {
   EXPECT_TENSOR_NEAR(io::resample_pos_embed(pos, {3, 3}, {3, 3}, 2), pos, 0, 0);   // same grid: a copy
 }
 
+TEST(Bicubic, AntialiasMatchesTorch) {
+  // Shrinking (where the filter widens: 2 * in/out taps each side), growing (a = -0.5 and the border
+  // renormalised, not replicated), one side unchanged (that pass skipped), non-square, 1 x 1.
+  struct Case { int64_t n, c, h, w, oh, ow; };
+  const Case cases[] = {{1, 3, 24, 24, 14, 14}, {2, 2, 13, 11, 5, 3}, {1, 4, 4, 4, 7, 7}, {1, 2, 14, 14, 24, 24},
+                        {1, 1, 1, 1, 3, 2},     {1, 2, 3, 17, 3, 5},  {1, 2, 9, 6, 4, 6}, {1, 5, 2, 3, 1, 1},
+                        {1, 2, 37, 5, 3, 8}};
+  for (DType dt : {DType::f32, DType::f64}) {
+    for (const Case& k : cases) {
+      manual_seed(uint64_t(k.h * 100 + k.ow + 7));
+      const Tensor x = Tensor::randn({k.n, k.c, k.h, k.w}, dt);
+      auto ref = test::torch_ref("pretrained.bicubic", {{"x", x}}, {{"h", k.oh}, {"w", k.ow}, {"antialias", true}});
+      const Tensor y = io::interpolate_bicubic(x, k.oh, k.ow, /*antialias=*/true);
+      EXPECT_EQ(y.dtype(), dt);
+      const double tol = dt == DType::f32 ? 2e-6 : 1e-12;
+      EXPECT_TENSOR_NEAR(y, ref.at("out"), tol, tol)
+          << "antialias " << dtype_name(dt) << " " << k.h << "x" << k.w << " -> " << k.oh << "x" << k.ow;
+    }
+  }
+  // The two variants differ (the flag reaches the kernel), most when shrinking.
+  manual_seed(11);
+  const Tensor x = Tensor::randn({1, 2, 24, 24});
+  const std::vector<float> a = io::interpolate_bicubic(x, 14, 14, true).to_vector<float>(),
+                           b = io::interpolate_bicubic(x, 14, 14, false).to_vector<float>();
+  double d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, double(std::fabs(a[i] - b[i])));
+  EXPECT_GT(d, 0.05);
+}
+
+TEST(PosEmbed, ResampleAntialiasMatchesTorch) {
+  // timm's resample_abs_pos_embed(antialias=True): a 384 checkpoint's 24 x 24 grid to 224's 14 x 14,
+  // and back up, with one and two prefix tokens; non-square.
+  struct Case { int64_t prefix, oh, ow, nh, nw, d; };
+  const Case cases[] = {{1, 24, 24, 14, 14, 4}, {2, 14, 14, 24, 24, 3}, {0, 5, 7, 3, 9, 5}};
+  for (const Case& k : cases) {
+    manual_seed(uint64_t(k.oh * 10 + k.nw + 1));
+    const Tensor pos = Tensor::randn({1, k.prefix + k.oh * k.ow, k.d});
+    auto ref = test::torch_ref("pretrained.pos_embed", {{"pos", pos}},
+                               {{"prefix", k.prefix}, {"old_h", k.oh}, {"old_w", k.ow}, {"new_h", k.nh},
+                                {"new_w", k.nw}, {"antialias", true}});
+    const Tensor y = io::resample_pos_embed(pos, {k.oh, k.ow}, {k.nh, k.nw}, k.prefix, /*antialias=*/true);
+    EXPECT_TENSOR_NEAR(y, ref.at("out"), 2e-6, 2e-6) << k.oh << "x" << k.ow << " -> " << k.nh << "x" << k.nw;
+    EXPECT_TENSOR_NEAR(y.slice(1, 0, k.prefix), pos.slice(1, 0, k.prefix), 0, 0);
+  }
+}
+
 TEST(PosEmbed, Errors) {
   EXPECT_EQ(error_of([] { io::resample_pos_embed(Tensor::zeros({1, 10, 4}), {3, 3}, {4, 4}, 2); }),
             "resample_pos_embed: expected 2 prefix tokens + a 3x3 grid = 11 tokens, got [1, 10, 4]");

@@ -83,6 +83,9 @@ struct ForeignVitOptions {
   std::optional<WeightFormat> format;                     // empty: detected from the keys
   nlohmann::json hf_config;                               // config.json (null: none)
   int64_t image_size = 0;                                 // > 0: the model's image size
+  // How pos_embed is resampled when the patch grid differs: DeiT's plain bicubic (false) or timm's
+  // antialiased bicubic (true; resample_abs_pos_embed's default). See io/pos_resample.h.
+  bool pos_embed_antialias = false;
   bool strict = true;
   // bf16: every Linear weight is made bf16 before the weights are copied in (nn::make_linear_weights_bf16),
   // so they are converted tensor by tensor (predict/bench --dtype bf16).

@@ -161,7 +161,7 @@ std::shared_ptr<models::VisionTransformer> build_model(const TensorList& w, cons
 // representation layer dropped when the model has none, pos_embed resampled to the model's grid.
 // Appends (k, v) as loaded to `fixed` (or nothing, for a dropped key).
 void fix_up(const std::string& k, const Tensor& v, const TensorList& mine, const models::VisionTransformer& m,
-            ForeignVit& r, TensorList& fixed) {
+            const ForeignVitOptions& o, ForeignVit& r, TensorList& fixed) {
   const Tensor* target = find(mine, k);
   if (k == "patch_embed.proj.weight" && target && v.defined() && v.dim() == 2 && target->dim() == 4 &&
       v.numel() == target->numel()) {
@@ -176,7 +176,8 @@ void fix_up(const std::string& k, const Tensor& v, const TensorList& mine, const
     const auto g_old = int64_t(std::llround(std::sqrt(double(std::max<int64_t>(n_old, 0)))));
     if (n_old > 0 && g_old * g_old == n_old) {
       NoGradGuard ng;
-      fixed.emplace_back(k, resample_pos_embed(v.to(DType::f32), {g_old, g_old}, {m.grid(), m.grid()}, prefix));
+      fixed.emplace_back(k, resample_pos_embed(v.to(DType::f32), {g_old, g_old}, {m.grid(), m.grid()}, prefix,
+                                                      o.pos_embed_antialias));
       r.pos_embed_resampled = true;
       return;
     }
@@ -236,7 +237,7 @@ ForeignVit load_foreign_vit(const TensorList& sd, const ForeignVitOptions& o) {
   models::VisionTransformer& m = *r.model;
   const io::TensorList mine = m.state_dict();
   TensorList fixed;
-  for (auto& [k, v] : w) fix_up(k, v, mine, m, r, fixed);
+  for (auto& [k, v] : w) fix_up(k, v, mine, m, o, r, fixed);
   check_match(m, shapes_of(fixed), mine, r, o);
   m.load_state_dict(fixed, o.strict);
   return r;
@@ -291,7 +292,7 @@ ForeignVit load_foreign_vit(const SafetensorsReader& file, const ForeignVitOptio
       read.clear();
       TensorList w = to_attn_names(part, r.format);
       part.clear();
-      for (auto& [k, v] : w) fix_up(k, v, mine, m, r, fixed);
+      for (auto& [k, v] : w) fix_up(k, v, mine, m, o, r, fixed);
     }
     NoGradGuard ng;
     for (auto& [k, v] : fixed) {

@@ -9,8 +9,9 @@ holds it), and run on the given images "x":
 - deit: a DeiT (timm's VisionTransformerDistilled, or the plain ViT when distilled=False) in timm's
   layout; layout="hf" re-keys the same weights into transformers' ViT / DeiT layout (separate
   query / key / value) and also returns its config.json bytes ("config").
-- bicubic: F.interpolate(mode='bicubic', align_corners=False); pos_embed: the class tokens kept
-  apart, the grid resized the same way (as DeiT / timm resample without antialiasing).
+- bicubic: F.interpolate(mode='bicubic', align_corners=False, antialias=args.get('antialias')); pos_embed:
+  the class tokens kept apart, the grid resized the same way (DeiT's plain bicubic, or timm's
+  resample_abs_pos_embed with antialias=True).
 - tool: a {'model': ...} checkpoint with bf16 / f16 / int / bool tensors and a tied alias, saved with
   torch.save and converted by the tool's main(); returns the file and the tensors it should hold.
 """
@@ -159,7 +160,8 @@ def deit(inp, args):
 # ---- resampling ----
 
 def bicubic(inp, args):
-    return {"out": F.interpolate(inp["x"], size=(args["h"], args["w"]), mode="bicubic", align_corners=False)}
+    return {"out": F.interpolate(inp["x"], size=(args["h"], args["w"]), mode="bicubic", align_corners=False,
+                                 antialias=bool(args.get("antialias", False)))}
 
 
 def pos_embed(inp, args):
@@ -167,7 +169,8 @@ def pos_embed(inp, args):
     oh, ow, nh, nw = args["old_h"], args["old_w"], args["new_h"], args["new_w"]
     D = pos.shape[-1]
     grid = pos[:, prefix:].reshape(1, oh, ow, D).permute(0, 3, 1, 2)
-    grid = F.interpolate(grid, size=(nh, nw), mode="bicubic", align_corners=False)
+    grid = F.interpolate(grid, size=(nh, nw), mode="bicubic", align_corners=False,
+                         antialias=bool(args.get("antialias", False)))
     grid = grid.permute(0, 2, 3, 1).reshape(1, nh * nw, D)
     return {"out": torch.cat([pos[:, :prefix], grid], dim=1)}
 
