@@ -6,6 +6,7 @@
 #include "attn/io/checkpoint.h"
 #include "attn/io/safetensors.h"
 #include "attn/train/classifier.h"
+#include "attn/train/explain.h"
 #include "attn/train/seq2seq.h"
 #include "../commands.h"
 
@@ -14,7 +15,7 @@ namespace attn::cli {
 void add_eval(CLI::App& app) {
   auto* c = app.add_subcommand("eval", "evaluate a checkpoint");
   struct Opts {
-    std::string ckpt, data = "fashion-mnist", data_dir = data::FashionMnist::kDefaultDir, split = "test";
+    std::string ckpt, data, data_dir = data::FashionMnist::kDefaultDir, split = "test";
     int threads = 0;
     int64_t limit = 0, batch = 256, beam = 4;
     double length_penalty = 0.6;
@@ -23,8 +24,10 @@ void add_eval(CLI::App& app) {
   };
   auto o = std::make_shared<Opts>();
   c->add_option("checkpoint", o->ckpt, "an attn checkpoint (.safetensors)")->required();
-  c->add_option("--data", o->data)->capture_default_str();
-  c->add_option("--data-dir", o->data_dir)->capture_default_str();
+  c->add_option("--data", o->data,
+                "fashion-mnist, or a folder holding train/ and test/ (or val/), one subfolder per class "
+                "(default: the data the checkpoint was trained on, else fashion-mnist)");
+  c->add_option("--data-dir", o->data_dir, "where the Fashion-MNIST files are")->capture_default_str();
   c->add_option("--split", o->split, "train | val | test")->capture_default_str();
   c->add_option("--limit", o->limit, "first N images (translation: sentence pairs) only");
   c->add_option("--beam", o->beam, "translation models: beam size (1: greedy)")->capture_default_str();
@@ -64,11 +67,30 @@ void add_eval(CLI::App& app) {
       }
       return;
     }
-    ATTN_CHECK(o->data == "fashion-mnist", "eval: unknown dataset '", o->data, "' (known: fashion-mnist)");
     auto model = train::load_classifier(o->ckpt);
-    auto ds = data::FashionMnist::load(o->data_dir, data::parse_split(o->split));
-    auto [mean, std] = train::dataset_normalization(o->data);
-    train::EvalResult r = train::evaluate(*model, ds, mean, std, o->batch, o->limit);
+    // Normalised as in training (the checkpoint's mean / std), at the model's image size.
+    const train::CheckpointInputs in = train::checkpoint_inputs(o->ckpt);
+    if (o->data.empty()) o->data = in.data.empty() ? "fashion-mnist" : in.data;
+    std::shared_ptr<data::Dataset> ds;
+    if (o->data == "fashion-mnist") {
+      ATTN_CHECK(in.num_classes == data::FashionMnist::kNumClasses && in.channels == 1 && in.image_size == 28,
+                 "eval: fashion-mnist has 10 classes of 1 x 28 x 28 images, but the checkpoint's model predicts ",
+                 in.num_classes, " classes of ", in.channels, " x ", in.image_size, " x ", in.image_size,
+                 (in.data.empty() ? std::string() : " (it was trained on '" + in.data + "': pass --data)"));
+      ds = std::make_shared<data::FashionMnist>(data::FashionMnist::load(o->data_dir, data::parse_split(o->split)));
+    } else {
+      // An image folder (train/ and test/ or val/; see data/image_folder_splits.h), split as in training.
+      const data::Split split = data::parse_split(o->split);
+      data::ImageFolderSplits s = data::load_image_folder_splits(o->data, in.image_size, in.channels);
+      ATTN_CHECK(int64_t(s.classes.size()) == in.num_classes, "eval: '", o->data, "' has ", s.classes.size(),
+                 " classes, but the checkpoint's model predicts ", in.num_classes);
+      ATTN_CHECK(s.classes == in.class_names, "eval: the classes of '", o->data,
+                 "' are not those the checkpoint was trained on (its train_state class_names)");
+      ds = split == data::Split::train ? s.train : split == data::Split::val ? s.val : s.test;
+    }
+    // (A checkpoint without a training record, e.g. from attn convert: the named dataset's constants.)
+    const auto norm = in.data.empty() ? train::dataset_normalization(o->data) : std::make_pair(in.mean, in.std);
+    train::EvalResult r = train::evaluate(*model, *ds, norm.first, norm.second, o->batch, o->limit);
     if (o->json) {
       std::printf("%s\n", nlohmann::json({{"checkpoint", o->ckpt}, {"split", o->split}, {"accuracy", r.accuracy},
                                           {"loss", r.loss}, {"count", r.count}}).dump().c_str());

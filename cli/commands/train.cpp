@@ -21,8 +21,13 @@ void apply_threads(int threads) {
 void add_train_flags(CLI::App* c, train::TrainConfig& cfg, int& threads, std::string& model_json) {
   c->add_option("--model", cfg.model, "model name (see `attn info --list`)")->capture_default_str();
   c->add_option("--model-config", model_json, "JSON object of config overrides, e.g. '{\"hidden\": [256]}'");
-  c->add_option("--data", cfg.data, "dataset: fashion-mnist")->capture_default_str();
-  c->add_option("--data-dir", cfg.data_dir, "where the dataset files are")->capture_default_str();
+  c->add_option("--data", cfg.data,
+                "image models: fashion-mnist, or a folder DIR: DIR/train/<class>/*.png|jpg and DIR/test/<class>/... "
+                "(or val/; without both, validation is a fixed 10% of train/), images resized to the model's "
+                "image_size, the class count taken from train/; translation models: bible-en-es, "
+                "synthetic:<task> or a TSV file")
+      ->capture_default_str();
+  c->add_option("--data-dir", cfg.data_dir, "where the Fashion-MNIST files are")->capture_default_str();
   c->add_option("--epochs", cfg.epochs)->capture_default_str();
   c->add_option("--batch", cfg.batch)->capture_default_str();
   c->add_option("--lr", cfg.lr, "peak learning rate (AdamW, warm-up + cosine)")->capture_default_str();

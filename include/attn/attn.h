@@ -68,6 +68,7 @@
 #include "attn/data/idx.h"
 #include "attn/data/image.h"
 #include "attn/data/image_folder.h"
+#include "attn/data/image_folder_splits.h"
 #include "attn/data/seq_batch.h"
 #include "attn/data/sword.h"
 #include "attn/data/text_pairs.h"

@@ -14,6 +14,7 @@
 #include "attn/core/rng.h"
 #include "attn/data/augment.h"
 #include "attn/data/fashion_mnist.h"
+#include "attn/data/image_folder_splits.h"
 #include "attn/data/loader.h"
 #include "attn/io/checkpoint.h"
 #include "attn/models/vit.h"
@@ -46,10 +47,38 @@ void make_dirs(const std::string& path) {
              path, "'");
 }
 
-std::shared_ptr<data::Dataset> load_split(const TrainConfig& cfg, data::Split split) {
-  ATTN_CHECK(cfg.data == "fashion-mnist", "train: unknown dataset '", cfg.data,
-             "' (known: fashion-mnist; image folders come with the ViT issue)");
-  return std::make_shared<data::FashionMnist>(data::FashionMnist::load(cfg.data_dir, split));
+// The datasets of a run: Fashion-MNIST (its fixed validation split held out of the training file), or
+// an image folder (data/image_folder_splits.h) read at the model's image size and channel count.
+struct RunData {
+  std::shared_ptr<data::Dataset> train, val, test;
+  std::vector<std::string> classes;   // image folders: the class names (Fashion-MNIST: empty)
+};
+
+bool is_folder_data(const std::string& data) { return data != "fashion-mnist"; }
+
+RunData load_data(const TrainConfig& cfg, const nlohmann::json& model_cfg, const char* who) {
+  RunData d;
+  if (!is_folder_data(cfg.data)) {
+    d.train = std::make_shared<data::FashionMnist>(data::FashionMnist::load(cfg.data_dir, data::Split::train));
+    d.val = std::make_shared<data::FashionMnist>(data::FashionMnist::load(cfg.data_dir, data::Split::val));
+    d.test = std::make_shared<data::FashionMnist>(data::FashionMnist::load(cfg.data_dir, data::Split::test));
+    return d;
+  }
+  ATTN_CHECK(model_cfg.contains("image_size") && model_cfg["image_size"].is_number_integer() &&
+                 model_cfg.contains("in_channels") && model_cfg["in_channels"].is_number_integer(),
+             who, ": the model ", model_cfg.value("model", std::string("?")),
+             " has no integer image_size / in_channels in its config: it cannot read an image folder");
+  data::ImageFolderSplits s = data::load_image_folder_splits(cfg.data, model_cfg["image_size"].get<int64_t>(),
+                                                             model_cfg["in_channels"].get<int64_t>());
+  d.train = s.train;
+  d.val = s.val;
+  d.test = s.test;
+  d.classes = s.classes;
+  if (!cfg.quiet)
+    std::fprintf(stderr, "data: %s: %zu classes; %lld training images, %lld validation (%s), %lld test (%s)\n",
+                 cfg.data.c_str(), s.classes.size(), (long long)s.train->size(), (long long)s.val->size(),
+                 s.val_from.c_str(), (long long)s.test->size(), s.test_from.c_str());
+  return d;
 }
 
 // The first n examples of a dataset.
@@ -71,12 +100,6 @@ class Prefix : public data::Dataset {
 models::VisionTransformer* as_distilled(models::ImageClassifier& m) {
   auto* v = dynamic_cast<models::VisionTransformer*>(&m);
   return v && v->cfg().distilled ? v : nullptr;
-}
-
-// Classes of a dataset name (0: not known up front).
-int64_t dataset_classes(const std::string& data) {
-  if (data == "fashion-mnist") return int64_t(data::FashionMnist::class_names().size());
-  return 0;
 }
 
 // How a model maps a dataset's images: the logits' width for one blank image (no grad, eval).
@@ -219,9 +242,6 @@ TrainResult train_classifier(const TrainConfig& cfg_in) {
   res.plot = cfg.out + "/curve.svg";
   res.metrics = cfg.out + "/metrics.json";
 
-  std::shared_ptr<data::Dataset> train_ds = load_split(cfg, data::Split::train);
-  if (cfg.limit_train > 0) train_ds = std::make_shared<Prefix>(train_ds, cfg.limit_train);
-  std::shared_ptr<data::Dataset> val_ds = load_split(cfg, data::Split::val);
   // (plain variables, not a structured binding: the lambdas below capture them, which clang 14 rejects)
   const auto norm = dataset_normalization(cfg.data);
   const std::vector<float> mean = norm.first, std = norm.second;
@@ -245,10 +265,22 @@ TrainResult train_classifier(const TrainConfig& cfg_in) {
       cfg.tau = d.at("tau").get<double>();
     }
   } else {
-    model = models::create_model(cfg.model, cfg.model_config);
+    // An image folder sets the class count unless --model-config does (as timm's --num-classes).
+    nlohmann::json overrides = cfg.model_config;
+    if (is_folder_data(cfg.data) && !overrides.contains("num_classes"))
+      overrides["num_classes"] = int64_t(data::image_folder_classes(cfg.data).size());
+    model = models::create_model(cfg.model, overrides);
     model_cfg = model->config();
   }
   model->train();
+
+  // Data: after the model, whose image size and channel count an image folder is read at. (Loading
+  // draws nothing from the default generator: the weights above are the same either way.)
+  RunData run_data = load_data(cfg, model_cfg, "train");
+  std::shared_ptr<data::Dataset> train_ds = run_data.train;
+  if (cfg.limit_train > 0) train_ds = std::make_shared<Prefix>(train_ds, cfg.limit_train);
+  std::shared_ptr<data::Dataset> val_ds = run_data.val;
+  const std::string data_name = is_folder_data(cfg.data) ? "'" + cfg.data + "'" : cfg.data;
 
   // DeiT distillation: the criterion, and the teacher (checked against the data before any step).
   const DistillType distill_type = parse_distill_type(cfg.distill);
@@ -264,17 +296,17 @@ TrainResult train_classifier(const TrainConfig& cfg_in) {
                                     .label_smoothing = cfg.label_smoothing});
   std::shared_ptr<models::ImageClassifier> teacher;
   const Shape image_shape = train_ds->image_shape();
-  const int64_t data_classes = dataset_classes(cfg.data);
+  const int64_t data_classes = is_folder_data(cfg.data) ? int64_t(run_data.classes.size())
+                                                        : int64_t(data::FashionMnist::class_names().size());
   const int64_t student_classes = output_classes(*model, image_shape, "model " + model_name);
-  ATTN_CHECK(data_classes == 0 || student_classes == data_classes, "train: the model ", model_name, " predicts ",
-             student_classes, " classes, but ", cfg.data, " has ", data_classes);
+  ATTN_CHECK(student_classes == data_classes, "train: the model ", model_name, " predicts ", student_classes,
+             " classes, but ", data_name, " has ", data_classes);
   if (!cfg.teacher.empty()) {
     teacher = load_classifier(cfg.teacher);
     teacher->eval();
     const int64_t teacher_classes = output_classes(*teacher, image_shape, "teacher '" + cfg.teacher + "'");
-    const int64_t want = data_classes > 0 ? data_classes : student_classes;
-    ATTN_CHECK(teacher_classes == want, "train: the teacher '", cfg.teacher, "' predicts ", teacher_classes,
-               " classes, but ", (data_classes > 0 ? cfg.data : "the model " + model_name), " has ", want);
+    ATTN_CHECK(teacher_classes == data_classes, "train: the teacher '", cfg.teacher, "' predicts ", teacher_classes,
+               " classes, but ", data_name, " has ", data_classes);
   }
   const nlohmann::json distill_json = {
       {"type", cfg.distill}, {"teacher", cfg.teacher}, {"alpha", cfg.alpha}, {"tau", cfg.tau}};
@@ -365,6 +397,7 @@ TrainResult train_classifier(const TrainConfig& cfg_in) {
                          {"data", cfg.data}, {"mean", mean}, {"std", std},
                          {"epoch_acc", {ep_loss, ep_correct, ep_count, ep_steps}}};
     if (deit || teacher) ts["distill"] = distill_json;
+    if (!run_data.classes.empty()) ts["class_names"] = run_data.classes;
     // The EMA first: a checkpoint never points at an EMA file older than itself.
     if (ema) io::save_checkpoint(ema_path, ema->module(), nullptr, {{"config", model_cfg}, {"ema_decay", cfg.ema_decay},
                                                                     {"step", at_step}});
@@ -493,7 +526,7 @@ TrainResult train_classifier(const TrainConfig& cfg_in) {
   res.final_train_loss = res.step_losses.empty() ? NAN : res.step_losses.back();
   if (!history.empty()) res.val_accuracy = history.back().at("val_accuracy").get<double>();
   if (step < total) return res;   // stopped early (stop_after): as if killed, no final evaluation
-  auto test_ds = load_split(cfg, data::Split::test);
+  const std::shared_ptr<data::Dataset> test_ds = run_data.test;
   EvalResult t = evaluate(*model, *test_ds, mean, std, 256, cfg.limit_eval);
   res.test_accuracy = t.accuracy;
   res.test_loss = t.loss;

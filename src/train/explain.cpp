@@ -163,7 +163,11 @@ CheckpointInputs checkpoint_inputs(const std::string& checkpoint) {
     std::tie(in.mean, in.std) = dataset_normalization(in.data);
   }
   const auto& fm = data::FashionMnist::class_names();
-  if (in.data == "fashion-mnist" && int64_t(fm.size()) == in.num_classes) {
+  if (ts.is_object() && ts.contains("class_names") && ts["class_names"].is_array() &&
+      int64_t(ts["class_names"].size()) == in.num_classes &&
+      std::all_of(ts["class_names"].begin(), ts["class_names"].end(), [](const nlohmann::json& n) { return n.is_string(); })) {
+    in.class_names = ts["class_names"].get<std::vector<std::string>>();   // an image folder's (train --data DIR)
+  } else if (in.data == "fashion-mnist" && int64_t(fm.size()) == in.num_classes) {
     in.class_names = fm;
   } else {
     for (int64_t k = 0; k < in.num_classes; ++k) in.class_names.push_back("class " + std::to_string(k));

@@ -42,8 +42,8 @@ PreparedImage prepare_image(const std::string& path, int64_t image_size, int64_t
 
 // What a checkpoint's model expects, from its metadata: config "image_size" / "in_channels" /
 // "num_classes", train_state "mean" / "std" (else train::dataset_normalization of train_state
-// "data", else 0.5 / 0.5) and class names (Fashion-MNIST's when the data was "fashion-mnist",
-// else "class 0", "class 1", ...).
+// "data", else 0.5 / 0.5) and class names (train_state "class_names" — an image folder's —, else
+// Fashion-MNIST's when the data was "fashion-mnist", else "class 0", "class 1", ...).
 struct CheckpointInputs {
   int64_t image_size = 0, channels = 0, num_classes = 0;
   std::vector<float> mean, std;
