@@ -44,6 +44,9 @@ void add_train_flags(CLI::App* c, train::TrainConfig& cfg, int& threads, std::st
   c->add_option("--erase", cfg.erase_p, "random erasing probability (DeiT: 0.25)")->capture_default_str();
   c->add_option("--mixup", cfg.mixup, "Mixup alpha (0: off; DeiT: 0.8)")->capture_default_str();
   c->add_option("--cutmix", cfg.cutmix, "CutMix alpha (0: off; DeiT: 1.0)")->capture_default_str();
+  c->add_option("--repeated-aug", cfg.repeated_aug,
+                "repeated augmentation: each image N times in a row, differently augmented, epochs cut to a multiple of "
+                "256 (0: off; DeiT: 3)")->capture_default_str();
   c->add_option("--ema-decay", cfg.ema_decay, "keep an EMA of the weights (0: off; e.g. 0.9998)")->capture_default_str();
   c->add_option("--seed", cfg.seed)->capture_default_str();
   c->add_option("--threads", threads, "threads (default: ATTN_NUM_THREADS or all cores)");
@@ -128,7 +131,8 @@ void add_train(CLI::App& app) {
     if (given("--max-steps")) s.max_steps = cfg->max_steps;
     if (given("--limit-train")) s.limit_train = cfg->limit_train;
     s.resume = cfg->resume;
-    for (const char* f : {"--batch", "--augment", "--teacher", "--mixup", "--cutmix", "--rand-augment", "--ema-decay"})
+    for (const char* f : {"--batch", "--augment", "--teacher", "--mixup", "--cutmix", "--rand-augment", "--ema-decay",
+                          "--repeated-aug"})
       ATTN_CHECK(!given(f), "train: ", f, " applies to image models, not to ", cfg->model,
                  " (translation batches are sized with --max-tokens)");
     train::Seq2SeqResult r = train::train_seq2seq(s);

@@ -501,7 +501,9 @@ std::vector<int64_t> repeated_augmentation_order(int64_t n, int64_t repeats, Gen
              ", repeats ", repeats);
   std::vector<int64_t> base(static_cast<size_t>(n));
   if (shuffle && n > 0) {
-    base = randperm(n, g).to_vector<int64_t>();
+    const Tensor perm = randperm(n, g);   // copied by hand: the loader's thread opens no OpenMP region
+    const int64_t* p = perm.data<int64_t>();
+    base.assign(p, p + n);
   } else {
     for (int64_t i = 0; i < n; ++i) base[size_t(i)] = i;
   }

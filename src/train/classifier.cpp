@@ -325,6 +325,8 @@ TrainResult train_classifier(const TrainConfig& cfg_in) {
   lo.augment.rand_augment_ops = cfg.rand_augment;
   lo.augment.rand_augment_magnitude = cfg.rand_augment_magnitude;
   lo.augment.erase_p = cfg.erase_p;
+  ATTN_CHECK(cfg.repeated_aug >= 0, "train: expected --repeated-aug >= 0, got ", cfg.repeated_aug);
+  lo.repeats = cfg.repeated_aug;
   const bool mixing = cfg.mixup > 0 || cfg.cutmix > 0;
   ATTN_CHECK(cfg.mixup >= 0 && cfg.cutmix >= 0, "train: expected --mixup and --cutmix >= 0, got ", cfg.mixup, " and ",
              cfg.cutmix);
@@ -547,7 +549,8 @@ TrainResult train_classifier(const TrainConfig& cfg_in) {
   }
   m["recipe"] = {{"augment", cfg.augment}, {"rand_augment", cfg.rand_augment},
                  {"rand_augment_magnitude", cfg.rand_augment_magnitude}, {"erase_p", cfg.erase_p},
-                 {"mixup", cfg.mixup}, {"cutmix", cfg.cutmix}, {"label_smoothing", cfg.label_smoothing}};
+                 {"mixup", cfg.mixup}, {"cutmix", cfg.cutmix}, {"label_smoothing", cfg.label_smoothing},
+                 {"repeated_aug", cfg.repeated_aug}};
   io::write_file_atomic(res.metrics, m.dump(2) + "\n");
   return res;
 }

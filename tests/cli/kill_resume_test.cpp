@@ -231,7 +231,7 @@ TEST(KillResume, SigkilledAtRandomMomentsAndResumedEndsBitForBit) {
     }
     const std::string log = logs + "/b" + std::to_string(attempt) + ".txt";
     const auto spawned = fs::file_time_type::clock::now();
-    const RunResult r = run(train_args(b_out, false), log, plan);
+    const RunResult r = run(train_args(b_out, resume), log, plan);
     const char* how = resume ? "resumed at" : "fresh from";
     if (!r.killed) {
       ASSERT_TRUE(exited_ok(r)) << "attempt " << attempt << (resume ? " (--resume)" : "") << ": " << describe(r, log);

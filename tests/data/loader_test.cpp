@@ -161,6 +161,43 @@ TEST(Loader, AugmentationIsThePublicTransformsOnTheSampleGenerator) {
   EXPECT_GT(changed, 29) << "augmentation changes most images";
 }
 
+TEST(Loader, RepeatedAugmentationRepeatsEachImageDifferentlyAugmented) {
+  // 600 images, 3 repeats: an epoch is RASampler's order on the epoch's generator, 512 entries.
+  auto ds = make_dataset(600);
+  data::LoaderOptions o = augmenting(9, true);
+  o.repeats = 3;
+  o.batch_size = 48;
+  o.drop_last = true;
+  data::DataLoader loader(ds, o);
+  EXPECT_EQ(loader.batches_per_epoch(), 512 / 48);
+  for (int64_t e : {0, 2}) {
+    Generator g(9);
+    g.set_state(9, uint64_t(e) << 40);
+    EXPECT_EQ(loader.epoch_order(e), data::repeated_augmentation_order(600, 3, g)) << "epoch " << e;
+  }
+  EXPECT_NE(loader.epoch_order(0), loader.epoch_order(1));
+  // A batch holds each image three times in a row, each copy augmented on its own.
+  const data::Batch b = loader.next();
+  const auto labels = labels_of(b);
+  int differ = 0;
+  for (int64_t k = 0; k + 2 < 48; k += 3) {
+    EXPECT_EQ(labels[size_t(k)], labels[size_t(k + 1)]);
+    EXPECT_EQ(labels[size_t(k)], labels[size_t(k + 2)]);
+    if (!test::compare(b.images.select(0, k), b.images.select(0, k + 1), 0, 0).ok) ++differ;
+  }
+  EXPECT_GE(differ, 12) << "the copies see different crops / flips";
+  // Resume lands on the same batches.
+  data::DataLoader again(ds, o);
+  again.seek_global(loader.batches_per_epoch() + 3);
+  loader.seek_global(loader.batches_per_epoch() + 3);
+  expect_same_batch(loader.next(), again.next(), "after seek");
+  // Under 256 images nothing is cut.
+  o.drop_last = false;
+  data::DataLoader small(make_dataset(100), o);
+  EXPECT_EQ(small.epoch_order(0).size(), 100u);
+  EXPECT_EQ(small.batches_per_epoch(), 3);
+}
+
 TEST(Loader, PrefetchingDoesNotChangeTheData) {
   auto ds = make_dataset(41);
   data::DataLoader a(ds, augmenting(77, true)), b(ds, augmenting(77, false));

@@ -59,6 +59,11 @@ struct LoaderOptions {
   std::vector<float> mean, std;   // per channel, 1 or C values each; empty: no normalisation
   Augment augment;                // default: none
   bool prefetch = true;           // build the next batch on a background thread
+  // DeiT's repeated augmentation (RASampler, one process): with repeats > 1 an epoch is
+  // data::repeated_augmentation_order(n, repeats, g, shuffle) — each index `repeats` times in a row,
+  // cut to floor(n / 256) * 256 entries — so a batch holds differently augmented copies of fewer
+  // images. 0 or 1: off (an epoch is one permutation of all n).
+  int64_t repeats = 0;
 };
 
 struct Batch {
@@ -108,6 +113,7 @@ class DataLoader {
   std::shared_ptr<const Dataset> ds_;
   LoaderOptions opt_;
   int64_t n_ = 0, c_ = 0, h_ = 0, w_ = 0;
+  int64_t epoch_len_ = 0;   // entries of an epoch's order: n_, or the repeated-augmentation cut
   int64_t batches_per_epoch_ = 0;
 
   LoaderState pos_;                            // caller side: the next batch to hand out

@@ -51,6 +51,7 @@ struct TrainConfig {
   double mixup = 0.0;              // mixup alpha
   double cutmix = 0.0;             // cutmix alpha
   double ema_decay = 0.0;          // e.g. 0.9998
+  int64_t repeated_aug = 0;        // DeiT's repeated augmentation: each image N times per batch run (0: off; DeiT: 3)
   uint64_t seed = 0;
   std::string out = "runs/default";
   int64_t checkpoint_every = 0;    // steps; 0: at the end of each epoch only
