@@ -186,14 +186,17 @@ TEST(NameMaps, TorchvisionSmallMatchesTorch) {
 // bf16 inference (every Linear weight in bf16, f32 accumulation) against PyTorch's f32 logits, on 50
 // images, on each bf16 GEMM path this CPU has (emulated always; oneDNN's native one with AVX-512 BF16
 // or AMX). attn's f32 logits of the same model pass the f32 bound first.
-void check_bf16(io::ForeignVit& r, const Tensor& x, const Tensor& ref) {
+// every_path false: the native path alone where the CPU has one (the emulated one is an f32 GEMM per
+// call: slow at ViT-B's size, and the small models check it).
+void check_bf16(io::ForeignVit& r, const Tensor& x, const Tensor& ref, bool every_path = true) {
   const Tensor f32 = run(*r.model, x);
   ASSERT_TRUE(logits_close(f32, ref));
   ASSERT_GT(nn::convert_linear_weights_to_bf16(*r.model), 0);
   for (const auto& [name, p] : r.model->named_parameters())
     if (name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0 && p.dim() == 2)
       EXPECT_EQ(p.dtype(), DType::bf16) << name;
-  std::vector<bool> emulate{true};
+  std::vector<bool> emulate;
+  if (every_path || !bf16_gemm_native_available()) emulate.push_back(true);
   if (bf16_gemm_native_available()) emulate.push_back(false);
   for (bool e : emulate) {
     set_bf16_gemm_emulated(e);
@@ -442,28 +445,48 @@ TEST(PthToSafetensors, KeepsDtypesAndDeduplicatesAliases) {
   }
 }
 
-// Benchmark, not per commit (86M parameters, a 330 MB file): torchvision's vit_b_16 -> attn's
-// vit_base_patch16_224. Run with --gtest_also_run_disabled_tests --gtest_filter='*VitB16*'.
-TEST(NameMaps, DISABLED_TorchvisionVitB16) {
-  const Tensor x = images(2, 3, 224, 21);
+// Issue 5's parity tests at full size. torchvision's vit_b_16 (86M parameters, seeded random weights
+// with the head initialised like the body, a 330 MB file written by tools/pth_to_safetensors.py) on
+// 50 images: attn's f32 logits within 1e-4 * max(1, max |logit|) of PyTorch's, and bf16 (each GEMM
+// path: the native one where the CPU has it) within the bf16 bounds with the same top-1 on every
+// clear image. "Slow": the release stage runs it (~35 s, most of it PyTorch), the sanitizer stage
+// does not.
+TEST(FullSize, TorchvisionVitB16Slow) {
+  const Tensor x = images(50, 3, 224, 21);
   const std::string path = tmp_path("vit_b_16.safetensors");
   auto ref = test::torch_ref("pretrained.torchvision_vit_b_16", {{"x", x}}, {{"seed", 0}, {"path", path}});
   const auto t0 = std::chrono::steady_clock::now();
-  const io::SafetensorsFile f = io::load_safetensors(path);
-  const auto tb = std::chrono::steady_clock::now();
-  models::create_model("vit_base_patch16_224");   // construction + random init alone, for comparison
-  const auto tl = std::chrono::steady_clock::now();
-  io::ForeignVitOptions o;
-  o.model = "vit_base_patch16_224";
-  io::ForeignVit r = io::load_foreign_vit(f.tensors, o);
-  const auto t1 = std::chrono::steady_clock::now();
-  const Tensor logits = run(*r.model, x);
-  const auto t2 = std::chrono::steady_clock::now();
+  io::ForeignVit r;
+  {
+    const io::SafetensorsReader f(path);   // streamed: the model plus one layer at a time
+    io::ForeignVitOptions o;
+    o.model = "vit_base_patch16_224";
+    r = io::load_foreign_vit(f, o);
+  }
   std::remove(path.c_str());
+  EXPECT_EQ(r.format, io::WeightFormat::torchvision);
+  const auto t1 = std::chrono::steady_clock::now();
+  check_bf16(r, x, ref.at("logits"), /*every_path=*/false);
+  const auto t2 = std::chrono::steady_clock::now();
   const auto secs = ref.at("seconds").to_vector<double>();
-  std::printf("  vit_b_16: torch save %.2fs, forward(2) %.2fs; attn read %.2fs, "
-              "create_model alone %.2fs, build+map+load %.2fs, forward(2) %.2fs\n", secs[0], secs[1],
-              std::chrono::duration<double>(tb - t0).count(), std::chrono::duration<double>(tl - tb).count(),
-              std::chrono::duration<double>(t1 - tl).count(), std::chrono::duration<double>(t2 - t1).count());
-  EXPECT_TRUE(logits_close(logits, ref.at("logits")));
+  std::printf("  vit_b_16, 50 images: torch save %.1f s, forward %.1f s; attn load %.1f s, f32 + bf16 forwards %.1f s\n",
+              secs[0], secs[1], std::chrono::duration<double>(t1 - t0).count(),
+              std::chrono::duration<double>(t2 - t1).count());
+}
+
+// A DeiT-Ti-shaped distilled DeiT at full size (224 x 224, patch 16, 12 blocks, 1,000 classes) in
+// timm's layout, on 50 images: f32 and bf16 against PyTorch's f32.
+TEST(FullSize, DeitTinyDistilled224) {
+  const Tensor x = images(50, 3, 224, 23);
+  json args = deit_args("timm");
+  args["image_size"] = 224;
+  args["patch_size"] = 16;
+  args["depth"] = 12;
+  args["num_classes"] = 1000;
+  auto ref = test::torch_ref("pretrained.deit", {{"x", x}}, args);
+  io::ForeignVitOptions o;
+  o.model = "deit_tiny_distilled_patch16_224";
+  io::ForeignVit r = io::load_foreign_vit(parse_file(ref.at("file")).tensors, o);
+  EXPECT_EQ(r.model->cfg().depth, 12);
+  check_bf16(r, x, ref.at("logits"));
 }
