@@ -128,6 +128,68 @@ std::string fmt(double v, const char* f = "%.4f") {
   return b;
 }
 
+// The settings of a run, as (flag, value), stored in every checkpoint. `order`: the data order and
+// augmentation depend on it, so --resume refuses a call that changes it (the run would silently not
+// continue as it was); the others (schedule, optimizer, loss) a user may change on purpose when
+// resuming — lower --lr after a non-finite loss, more --epochs — and is told that the run differs.
+struct Setting {
+  std::string flag;
+  nlohmann::json value;
+  bool order;
+};
+
+std::vector<Setting> run_settings(const TrainConfig& c) {
+  return {{"--data", c.data, true},
+          {"--seed", c.seed, true},
+          {"--batch", c.batch, true},
+          {"--limit-train", c.limit_train, true},
+          {"--augment", c.augment, true},
+          {"--rand-augment", c.rand_augment, true},
+          {"--rand-augment-magnitude", c.rand_augment_magnitude, true},
+          {"--erase", c.erase_p, true},
+          {"--mixup", c.mixup, true},
+          {"--cutmix", c.cutmix, true},
+          {"--repeated-aug", c.repeated_aug, true},
+          {"--epochs", c.epochs, false},
+          {"--max-steps", c.max_steps, false},
+          {"--lr", c.lr, false},
+          {"--min-lr", c.min_lr, false},
+          {"--warmup-epochs", c.warmup_epochs, false},
+          {"--wd", c.weight_decay, false},
+          {"--label-smoothing", c.label_smoothing, false},
+          {"--clip-grad", c.clip_grad, false},
+          {"--ema-decay", c.ema_decay, false}};
+}
+
+nlohmann::json run_settings_json(const TrainConfig& c) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const Setting& st : run_settings(c)) j[st.flag] = st.value;
+  return j;
+}
+
+// An error naming every data-order setting of this call that differs from the checkpoint's; a note
+// (stderr, unless quiet) for the others.
+void check_resume_settings(const TrainConfig& c, const nlohmann::json& train_state, const std::string& ckpt) {
+  if (!train_state.contains("settings") || !train_state["settings"].is_object()) return;   // older checkpoints
+  const nlohmann::json& saved = train_state["settings"];
+  std::string then, now, changed;
+  for (const Setting& st : run_settings(c)) {
+    if (!saved.contains(st.flag) || saved[st.flag] == st.value) continue;
+    if (st.order) {
+      then += (then.empty() ? "" : ", ") + st.flag + " " + saved[st.flag].dump();
+      now += (now.empty() ? "" : ", ") + st.flag + " " + st.value.dump();
+    } else {
+      changed += (changed.empty() ? "" : ", ") + st.flag + " " + st.value.dump() + " (was " + saved[st.flag].dump() + ")";
+    }
+  }
+  if (!then.empty())
+    fail("train --resume: '", ckpt, "' was trained with ", then, "; this call has ", now,
+         ". The data order and augmentation depend on these: pass the run's own values to continue it");
+  if (!changed.empty() && !c.quiet)
+    std::fprintf(stderr, "resuming with changed settings: %s; the run no longer equals an uninterrupted one\n",
+                 changed.c_str());
+}
+
 }  // namespace
 
 std::pair<std::vector<float>, std::vector<float>> dataset_normalization(const std::string& data) {
@@ -255,6 +317,7 @@ TrainResult train_classifier(const TrainConfig& cfg_in) {
     nlohmann::json meta = io::read_checkpoint_metadata(res.checkpoint);
     model_cfg = meta.at("config");
     train_state = meta.at("train_state");
+    check_resume_settings(cfg, train_state, res.checkpoint);
     model = models::create_model(model_cfg.at("model").get<std::string>(), model_cfg);
     // Distillation settings: the checkpoint's, unless this call names a teacher of its own.
     if (cfg.teacher.empty() && cfg.distill == "none" && train_state.contains("distill")) {
@@ -397,7 +460,8 @@ TrainResult train_classifier(const TrainConfig& cfg_in) {
                          {"rng_seed", default_generator().seed()}, {"rng_offset", default_generator().offset()},
                          {"history", history},
                          {"data", cfg.data}, {"mean", mean}, {"std", std},
-                         {"epoch_acc", {ep_loss, ep_correct, ep_count, ep_steps}}};
+                         {"epoch_acc", {ep_loss, ep_correct, ep_count, ep_steps}},
+                         {"settings", run_settings_json(cfg)}};
     if (deit || teacher) ts["distill"] = distill_json;
     if (!run_data.classes.empty()) ts["class_names"] = run_data.classes;
     // The EMA first: a checkpoint never points at an EMA file older than itself.

@@ -134,6 +134,35 @@ TEST_F(Resume, UnwritableCheckpointStopsTrainingAndKeepsTheLastGoodOne) {
   std::filesystem::remove_all(out);
 }
 
+TEST_F(Resume, RefusesSettingsThatChangeTheDataOrder) {
+  const std::string out = tmp_dir("settings");
+  train::TrainConfig cfg = tiny_vit(out);
+  cfg.checkpoint_every = 5;
+  cfg.stop_after = 5;
+  train::train_classifier(cfg);
+  cfg.stop_after = 0;
+  cfg.resume = true;
+  train::TrainConfig other = cfg;
+  other.seed = 8;
+  other.batch = 32;
+  const std::string ckpt = out + "/checkpoint.safetensors";
+  try {
+    train::train_classifier(other);
+    FAIL() << "expected the resume to be refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "train --resume: '" + ckpt + "' was trained with --seed 7, --batch 64; this call has --seed 8, --batch "
+              "32. The data order and augmentation depend on these: pass the run's own values to continue it");
+  }
+  EXPECT_EQ(io::read_checkpoint_metadata(ckpt).at("train_state").at("step"), 5);   // untouched
+  // Schedule settings may change (e.g. a lower --lr after a non-finite loss): accepted.
+  other = cfg;
+  other.lr = cfg.lr / 2;
+  other.max_steps = 8;
+  EXPECT_EQ(train::train_classifier(other).steps, 8);
+  std::filesystem::remove_all(out);
+}
+
 TEST(Train, NonFiniteLossStopsWithTheStepAndKeepsTheCheckpoint) {
   const std::string out = tmp_dir("nan");
   train::TrainConfig cfg;
