@@ -314,6 +314,9 @@ TrainResult train_classifier(const TrainConfig& cfg_in) {
   std::shared_ptr<models::ImageClassifier> model;
   nlohmann::json model_cfg;
   if (cfg.resume) {
+    struct stat st;
+    ATTN_CHECK(::stat(res.checkpoint.c_str(), &st) == 0, "train --resume: there is no checkpoint to resume at '",
+               res.checkpoint, "' (--out ", cfg.out, "); run without --resume to start training");
     nlohmann::json meta = io::read_checkpoint_metadata(res.checkpoint);
     model_cfg = meta.at("config");
     train_state = meta.at("train_state");

@@ -155,6 +155,17 @@ TEST_F(Resume, RefusesSettingsThatChangeTheDataOrder) {
               "32. The data order and augmentation depend on these: pass the run's own values to continue it");
   }
   EXPECT_EQ(io::read_checkpoint_metadata(ckpt).at("train_state").at("step"), 5);   // untouched
+  // Nothing to resume: said plainly.
+  train::TrainConfig none = cfg;
+  none.out = out + "/empty";
+  try {
+    train::train_classifier(none);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "train --resume: there is no checkpoint to resume at '" + out +
+                                         "/empty/checkpoint.safetensors' (--out " + out +
+                                         "/empty); run without --resume to start training");
+  }
   // Schedule settings may change (e.g. a lower --lr after a non-finite loss): accepted.
   other = cfg;
   other.lr = cfg.lr / 2;
