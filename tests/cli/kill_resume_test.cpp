@@ -1,13 +1,13 @@
 // Exact resume across real kills: `attn train` (a tiny ViT with drop-path and augmentation, a
-// checkpoint after every step) run as a separate process and SIGKILLed at random wall-clock moments
-// (during start-up, training steps, evaluations and checkpoint writes), then restarted with
+// checkpoint after every step) run as a separate process and SIGKILLed at random moments (during
+// start-up, at random training steps, and inside checkpoint writes), then restarted with
 // --resume until a run completes, ends with the uninterrupted run's checkpoint bit for bit: every
 // tensor (weights and AdamW state), the train state (step, generator position, epoch sums, history)
 // and log.jsonl / metrics.json, all but their wall-clock fields. After every kill the checkpoint under
 // its final name (if there is one yet) is whole and loadable.
 //
 // Reproduce a failure: the test prints its seed and each kill's delay and the step it landed at;
-// ATTN_KILL_SEED=<seed> replays the same delays (where a kill lands still depends on the machine).
+// ATTN_KILL_SEED=<seed> replays the same plan (start-up delays and target steps).
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -69,12 +69,15 @@ struct RunResult {
   double first_checkpoint = -1;   // seconds until `watch` first existed (-1: never seen)
 };
 
-// When to SIGKILL a child: `delay` seconds (< 0: never) after it started or, given `after_write_of`,
-// after it first finished writing that file (a checkpoint: it is training); then, given `at_write_of`,
-// at the first moment that path exists (a write in progress; 1 s later regardless).
+// When to SIGKILL a child: `delay` seconds (< 0: never) after it started (start-up kills) or, given
+// `checkpoint` and `at_step`, once that checkpoint holds step >= at_step (training kills: by progress,
+// not by wall time, so a fast or slow machine kills at the same steps); then, given `at_write_of`, at
+// the first moment that path exists (a write in progress; 1 s later regardless).
 struct KillPlan {
   double delay = -1;
-  std::string after_write_of, at_write_of;
+  std::string checkpoint;
+  int64_t at_step = -1;
+  std::string at_write_of;
 };
 
 // Written (modified) at or after `since`.
@@ -106,7 +109,8 @@ RunResult run(const std::vector<std::string>& args, const std::string& log, cons
     r.status = -1;
     return r;
   }
-  double anchor = plan.after_write_of.empty() ? 0 : -1;   // when the delay starts (-1: not yet)
+  double anchor = plan.at_step < 0 ? 0 : -1;   // when the delay starts (-1: not yet)
+  fs::file_time_type seen{};                   // the checkpoint's last write time read
   for (;;) {
     int st = 0;
     const pid_t w = ::waitpid(pid, &st, WNOHANG);
@@ -117,7 +121,18 @@ RunResult run(const std::vector<std::string>& args, const std::string& log, cons
       return r;
     }
     if (!watch.empty() && r.first_checkpoint < 0 && fs::exists(watch)) r.first_checkpoint = t;
-    if (anchor < 0 && written_since(plan.after_write_of, spawned)) anchor = t;
+    if (anchor < 0 && written_since(plan.checkpoint, spawned)) {
+      std::error_code ec;
+      const auto mt = fs::last_write_time(plan.checkpoint, ec);
+      if (!ec && mt != seen) {
+        seen = mt;
+        try {   // the file is replaced by rename: an open sees a whole old or new one
+          const int64_t step = io::read_checkpoint_metadata(plan.checkpoint).at("train_state").at("step").get<int64_t>();
+          if (step >= plan.at_step) anchor = t;
+        } catch (const std::exception&) {
+        }
+      }
+    }
     const bool due = plan.delay >= 0 && anchor >= 0 && t >= anchor + plan.delay;
     const bool kill_now = due && (plan.at_write_of.empty() || t >= anchor + plan.delay + 1.0 ||
                                   fs::exists(plan.at_write_of));
@@ -188,27 +203,27 @@ TEST(KillResume, SigkilledAtRandomMomentsAndResumedEndsBitForBit) {
   fs::create_directories(logs);
   const std::string a_ckpt = a_out + "/checkpoint.safetensors", b_ckpt = b_out + "/checkpoint.safetensors";
 
-  // The uninterrupted run; its timing sizes the kill delays.
+  // The uninterrupted run; its start-up time sizes the start-up kills' delays.
   const RunResult a = run(train_args(a_out, false), logs + "/a.txt", {}, a_ckpt);
   ASSERT_TRUE(exited_ok(a)) << "uninterrupted run: " << describe(a, logs + "/a.txt");
   ASSERT_GT(a.first_checkpoint, 0) << "no checkpoint seen during the uninterrupted run";
-  const double startup = a.first_checkpoint, train_time = std::max(a.seconds - startup, 0.05);
+  const double startup = a.first_checkpoint;
   std::printf("  uninterrupted: %.2f s (first checkpoint after %.2f s)\n", a.seconds, startup);
 
   uint64_t seed = std::random_device{}();
   if (const char* s = std::getenv("ATTN_KILL_SEED")) seed = std::strtoull(s, nullptr, 10);
-  std::printf("  kill seed %llu (ATTN_KILL_SEED=%llu reproduces the delays)\n", (unsigned long long)seed,
+  std::printf("  kill seed %llu (ATTN_KILL_SEED=%llu reproduces the plan)\n", (unsigned long long)seed,
               (unsigned long long)seed);
   std::mt19937_64 rng(seed);
 
   // Kill, restart, repeat. A restart resumes from the checkpoint when there is one, and starts afresh
   // (as a user would: --resume without a checkpoint is an error) when the kill came before the first.
   // Each kill comes at a random moment: a quarter of them during start-up (loading the data and the
-  // checkpoint), the others in training: a random time, within the next third of the training left,
-  // after the child's first checkpoint; every other one of those then waits for a checkpoint write to
-  // begin (its .tmp to appear) and kills it there. Kills go on until kProgressKills landed after the
-  // child wrote a checkpoint of its own and kTornKills interrupted a checkpoint write (at most
-  // kMaxKills); then the run completes.
+  // checkpoint, a random delay), the others in training: once the child's checkpoint reaches a random
+  // step within the next third of the steps left; every other one of those then waits for the next
+  // checkpoint write to begin (its .tmp to appear) and kills it there. Kills go on until
+  // kProgressKills landed after the child wrote a checkpoint of its own and kTornKills interrupted a
+  // checkpoint write (at most kMaxKills); then the run completes.
   constexpr int kProgressKills = 4, kTornKills = 2, kMaxKills = 40;
   const std::string b_tmp = b_ckpt + ".tmp";
   int kills = 0, progress_kills = 0, torn_kills = 0, training_kills = 0;
@@ -217,16 +232,20 @@ TEST(KillResume, SigkilledAtRandomMomentsAndResumedEndsBitForBit) {
     ASSERT_LE(attempt, kMaxKills) << "the run never completed";
     const bool resume = fs::exists(b_ckpt);
     const int64_t from = resume ? io::read_checkpoint_metadata(b_ckpt).at("train_state").at("step").get<int64_t>() : 0;
-    const bool kill = kills < kMaxKills && (progress_kills < kProgressKills || torn_kills < kTornKills);
-    const double train_left = train_time * double(kTotalSteps - from) / double(kTotalSteps);
+    // Training kills stop while fewer than 12 steps are left (each targets a step within the next third
+    // of what is left, so after the kills needed at least ~30 of 128 remain).
+    const bool kill = kills < kMaxKills && (progress_kills < kProgressKills || torn_kills < kTornKills) &&
+                      from < kTotalSteps - 12;
     std::uniform_real_distribution<double> u(0, 1);
-    const bool in_startup = u(rng) < 0.25 || from >= kTotalSteps;
+    const bool in_startup = u(rng) < 0.25;
     KillPlan plan;
     if (kill && in_startup) {
       plan.delay = u(rng) * startup;
     } else if (kill) {
-      plan.delay = u(rng) * 0.8 * std::min(train_left, train_time / 3);
-      plan.after_write_of = b_ckpt;
+      const int64_t span = std::max<int64_t>(1, (kTotalSteps - from) / 3);
+      plan.checkpoint = b_ckpt;
+      plan.at_step = from + 1 + int64_t(u(rng) * double(span));
+      plan.delay = 0;
       if (training_kills++ % 2 == 1) plan.at_write_of = b_tmp;
     }
     const std::string log = logs + "/b" + std::to_string(attempt) + ".txt";
@@ -266,9 +285,11 @@ TEST(KillResume, SigkilledAtRandomMomentsAndResumedEndsBitForBit) {
     const bool progress = at > from || (!resume && at >= 0);
     progress_kills += progress;
     torn_kills += torn.find("checkpoint") != std::string::npos;
-    const char* when = plan.after_write_of.empty() ? " (start-up)" : plan.at_write_of.empty() ? "" : " (at a write)";
+    const std::string when = plan.at_step < 0 ? " (start-up)"
+                             : " (planned at step " + std::to_string(plan.at_step) +
+                                   (plan.at_write_of.empty() ? ")" : ", at the next write)");
     std::printf("  attempt %d: %s step %lld, killed after %.3f s%s at checkpoint step %lld%s%s\n", attempt, how,
-                (long long)from, r.seconds, when, (long long)at,
+                (long long)from, r.seconds, when.c_str(), (long long)at,
                 torn.empty() ? "" : ", mid-write:", torn.c_str());
   }
   std::printf("  %d kills: %d after the child had checkpointed, %d during a checkpoint write\n", kills, progress_kills,
