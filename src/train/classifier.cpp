@@ -75,9 +75,13 @@ RunData load_data(const TrainConfig& cfg, const nlohmann::json& model_cfg, const
   d.test = s.test;
   d.classes = s.classes;
   if (!cfg.quiet)
-    std::fprintf(stderr, "data: %s: %zu classes; %lld training images, %lld validation (%s), %lld test (%s)\n",
+    std::fprintf(stderr,
+                 "data: %s: %zu classes; %lld training images, %lld validation (%s), %lld test (%s); read at "
+                 "%lld x %lld, %lld channel%s (the model's image_size / in_channels: --model-config sets them)\n",
                  cfg.data.c_str(), s.classes.size(), (long long)s.train->size(), (long long)s.val->size(),
-                 s.val_from.c_str(), (long long)s.test->size(), s.test_from.c_str());
+                 s.val_from.c_str(), (long long)s.test->size(), s.test_from.c_str(),
+                 (long long)model_cfg["image_size"].get<int64_t>(), (long long)model_cfg["image_size"].get<int64_t>(),
+                 (long long)model_cfg["in_channels"].get<int64_t>(), model_cfg["in_channels"].get<int64_t>() == 1 ? "" : "s");
   return d;
 }
 
