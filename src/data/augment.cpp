@@ -496,6 +496,8 @@ MixedBatch mixup(const Tensor& images, const Tensor& labels, const MixupOptions&
 
 // ---- repeated augmentation ----
 
+int64_t repeated_augmentation_length(int64_t n) { return n >= 256 ? n / 256 * 256 : n; }
+
 std::vector<int64_t> repeated_augmentation_order(int64_t n, int64_t repeats, Generator& g, bool shuffle) {
   ATTN_CHECK(n >= 0 && repeats >= 1, "repeated_augmentation_order: expected n >= 0 and repeats >= 1, got n ", n,
              ", repeats ", repeats);
@@ -507,7 +509,7 @@ std::vector<int64_t> repeated_augmentation_order(int64_t n, int64_t repeats, Gen
   } else {
     for (int64_t i = 0; i < n; ++i) base[size_t(i)] = i;
   }
-  const int64_t keep = n >= 256 ? n / 256 * 256 : n;
+  const int64_t keep = repeated_augmentation_length(n);
   std::vector<int64_t> out;
   out.reserve(size_t(keep));
   for (int64_t i = 0; i < n && int64_t(out.size()) < keep; ++i)

@@ -43,17 +43,23 @@ std::vector<std::pair<std::string, std::string>> walk(const fs::path& dir) {
 
 }  // namespace
 
+std::vector<std::string> ImageFolder::find_classes(const std::string& root) {
+  std::error_code ec;
+  ATTN_CHECK(fs::is_directory(root, ec), "image_folder: '", root, "' is not a folder");
+  std::vector<std::string> classes;
+  for (const auto& e : fs::directory_iterator(root, ec))
+    if (std::error_code de; e.is_directory(de)) classes.push_back(e.path().filename().string());
+  ATTN_CHECK(!ec, "image_folder: cannot list '", root, "': ", ec.message());
+  std::sort(classes.begin(), classes.end());
+  ATTN_CHECK(!classes.empty(), "image_folder: found no class folders in '", root, "'");
+  return classes;
+}
+
 ImageFolder::ImageFolder(const std::string& root, int64_t image_size, int64_t channels)
     : root_(root), image_size_(image_size), channels_(channels) {
   ATTN_CHECK(image_size > 0, "image_folder: expected image_size > 0, got ", image_size);
   ATTN_CHECK(channels == 1 || channels == 3, "image_folder: expected channels 1 or 3, got ", channels);
-  std::error_code ec;
-  ATTN_CHECK(fs::is_directory(root, ec), "image_folder: '", root, "' is not a folder");
-  for (const auto& e : fs::directory_iterator(root, ec))
-    if (std::error_code de; e.is_directory(de)) classes_.push_back(e.path().filename().string());
-  ATTN_CHECK(!ec, "image_folder: cannot list '", root, "': ", ec.message());
-  std::sort(classes_.begin(), classes_.end());
-  ATTN_CHECK(!classes_.empty(), "image_folder: found no class folders in '", root, "'");
+  classes_ = find_classes(root);
   std::vector<std::string> empty;
   for (size_t k = 0; k < classes_.size(); ++k) {
     class_to_idx_[classes_[k]] = int64_t(k);

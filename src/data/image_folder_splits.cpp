@@ -66,7 +66,7 @@ std::string join(const std::vector<std::string>& v) {
 
 std::vector<std::string> image_folder_classes(const std::string& dir) {
   check_layout(dir);
-  return ImageFolder((fs::path(dir) / "train").string(), 1, 1).classes();
+  return ImageFolder::find_classes((fs::path(dir) / "train").string());
 }
 
 ImageFolderSplits load_image_folder_splits(const std::string& dir, int64_t image_size, int64_t channels) {

@@ -47,7 +47,7 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, LoaderOptions opt
   h_ = s[1];
   w_ = s[2];
   ATTN_CHECK(opt_.repeats >= 0, "DataLoader: expected repeats >= 0, got ", opt_.repeats);
-  epoch_len_ = opt_.repeats > 1 && n_ >= 256 ? n_ / 256 * 256 : n_;   // as repeated_augmentation_order
+  epoch_len_ = opt_.repeats > 1 ? repeated_augmentation_length(n_) : n_;
   batches_per_epoch_ = opt_.drop_last ? epoch_len_ / opt_.batch_size : (epoch_len_ + opt_.batch_size - 1) / opt_.batch_size;
   ATTN_CHECK(batches_per_epoch_ > 0, "DataLoader: a dataset of ", n_, " examples gives no full batch of ",
              opt_.batch_size, " with drop_last");
@@ -198,13 +198,11 @@ std::shared_ptr<const std::vector<int64_t>> DataLoader::order_for(int64_t epoch)
     if (order_ && order_epoch_ == epoch) return order_;
   }
   auto v = std::make_shared<std::vector<int64_t>>();
+  Generator g(opt_.seed);
+  g.set_state(opt_.seed, uint64_t(epoch) << 40);
   if (opt_.repeats > 1) {
-    Generator g(opt_.seed);
-    g.set_state(opt_.seed, uint64_t(epoch) << 40);
     *v = repeated_augmentation_order(n_, opt_.repeats, g, opt_.shuffle);
   } else if (opt_.shuffle) {
-    Generator g(opt_.seed);
-    g.set_state(opt_.seed, uint64_t(epoch) << 40);
     const Tensor perm = randperm(n_, g);   // contiguous i64; copied by hand (no OpenMP here)
     const int64_t* p = perm.data<int64_t>();
     v->assign(p, p + n_);

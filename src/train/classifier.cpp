@@ -68,8 +68,8 @@ RunData load_data(const TrainConfig& cfg, const nlohmann::json& model_cfg, const
                  model_cfg.contains("in_channels") && model_cfg["in_channels"].is_number_integer(),
              who, ": the model ", model_cfg.value("model", std::string("?")),
              " has no integer image_size / in_channels in its config: it cannot read an image folder");
-  data::ImageFolderSplits s = data::load_image_folder_splits(cfg.data, model_cfg["image_size"].get<int64_t>(),
-                                                             model_cfg["in_channels"].get<int64_t>());
+  const int64_t size = model_cfg["image_size"].get<int64_t>(), channels = model_cfg["in_channels"].get<int64_t>();
+  data::ImageFolderSplits s = data::load_image_folder_splits(cfg.data, size, channels);
   d.train = s.train;
   d.val = s.val;
   d.test = s.test;
@@ -80,8 +80,7 @@ RunData load_data(const TrainConfig& cfg, const nlohmann::json& model_cfg, const
                  "%lld x %lld, %lld channel%s (the model's image_size / in_channels: --model-config sets them)\n",
                  cfg.data.c_str(), s.classes.size(), (long long)s.train->size(), (long long)s.val->size(),
                  s.val_from.c_str(), (long long)s.test->size(), s.test_from.c_str(),
-                 (long long)model_cfg["image_size"].get<int64_t>(), (long long)model_cfg["image_size"].get<int64_t>(),
-                 (long long)model_cfg["in_channels"].get<int64_t>(), model_cfg["in_channels"].get<int64_t>() == 1 ? "" : "s");
+                 (long long)size, (long long)size, (long long)channels, channels == 1 ? "" : "s");
   return d;
 }
 

@@ -98,5 +98,7 @@ MixedBatch mixup(const Tensor& images, const Tensor& labels, const MixupOptions&
 // Each index of a permutation (randperm(n, g); 0..n-1 when !shuffle) repeated `repeats` times in a
 // row, cut to floor(n / 256) * 256 entries (all n when n < 256), as RASampler with one replica.
 std::vector<int64_t> repeated_augmentation_order(int64_t n, int64_t repeats, Generator& g, bool shuffle = true);
+// Its length: floor(n / 256) * 256 when n >= 256, else n (the loader's epoch length).
+int64_t repeated_augmentation_length(int64_t n);
 
 }  // namespace attn::data

@@ -35,6 +35,10 @@ class ImageFolder : public Dataset {
   Shape image_shape() const override { return {channels_, image_size_, image_size_}; }
   int64_t read(int64_t i, float* out) const override;
 
+  // The class names under `root`: its subfolders, sorted (torchvision's find_classes); lists folders
+  // only, without walking the images. Throws when `root` is not a folder or has no subfolder.
+  static std::vector<std::string> find_classes(const std::string& root);
+
   const std::vector<std::string>& classes() const { return classes_; }
   const std::map<std::string, int64_t>& class_to_idx() const { return class_to_idx_; }
   // (path, label) of every image, in dataset order.

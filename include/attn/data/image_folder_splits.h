@@ -46,8 +46,8 @@ struct ImageFolderSplits {
 
 constexpr uint64_t kImageFolderValSeed = 20170825;
 
-// The class names of DIR/train (cheap: lists folders). Throws attn::Error, saying which layout is
-// expected and what was found, when DIR is not such a dataset.
+// The class names of DIR/train (ImageFolder::find_classes: lists folders, reads no image). Throws
+// attn::Error, saying which layout is expected and what was found, when DIR is not such a dataset.
 std::vector<std::string> image_folder_classes(const std::string& dir);
 
 ImageFolderSplits load_image_folder_splits(const std::string& dir, int64_t image_size, int64_t channels);
