@@ -1,16 +1,84 @@
 // attn eval CKPT: accuracy and loss of a checkpoint on a dataset split.
+// attn eval --weights W --model NAME --data DIR (or a checkpoint made by `attn convert`): top-1 / top-5
+// of foreign ImageNet weights on a folder of labelled images (train/folder_eval.h), with the weights'
+// own eval preprocessing, as timm's validate.py reports them.
 #include <cstdio>
+#include <filesystem>
 
 #include "attn/attn.h"
 #include "attn/data/fashion_mnist.h"
+#include "attn/data/image_folder.h"
 #include "attn/io/checkpoint.h"
 #include "attn/io/safetensors.h"
 #include "attn/train/classifier.h"
 #include "attn/train/explain.h"
 #include "attn/train/seq2seq.h"
+#include "attn/train/folder_eval.h"
 #include "../commands.h"
+#include "classifier_source.h"
 
 namespace attn::cli {
+
+namespace {
+
+// DIR/val or DIR/test (DIR/<split> when --split is given) when there is one, else DIR itself.
+std::string eval_folder(const std::string& dir, const std::string& split, bool split_given) {
+  namespace fs = std::filesystem;
+  ATTN_CHECK(fs::is_directory(dir), "eval: --data '", dir, "' is not a folder (expected a folder of class "
+             "subfolders, e.g. ImageNet's val/ in torchvision's ImageFolder layout)");
+  const std::vector<std::string> tries = split_given ? std::vector<std::string>{split}
+                                                     : std::vector<std::string>{"val", "test"};
+  for (const auto& t : tries)
+    if (fs::is_directory(fs::path(dir) / t)) return (fs::path(dir) / t).string();
+  return dir;
+}
+
+// Top-1 / top-5 of an ImageNet-style classifier (foreign weights, or attn convert's checkpoints) on
+// a folder, as timm's validate.py.
+void eval_on_folder(Classifier& cl, const std::string& what, const std::string& data, const std::string& split,
+                    bool split_given, int64_t batch, int64_t limit, bool json) {
+  ATTN_CHECK(!data.empty() && data != "fashion-mnist", "eval: ", what, " is an ImageNet-style classifier (",
+             cl.model_name, ", ", cl.source, " preprocessing): expected --data DIR, a folder of class subfolders "
+             "(WordNet IDs such as n01440764, the model's class names, or one folder per class in index order)");
+  const std::string root = eval_folder(data, split, split_given);
+  const int64_t num_classes = cl.model->config().value("num_classes", int64_t(0));
+  const train::FolderLabelMap map =
+      train::map_folder_classes(data::ImageFolder::find_classes(root), num_classes, cl.class_names);
+  train::FolderEvalOptions o;
+  o.pre = cl.pre;
+  o.batch = batch;
+  o.limit = limit;
+  o.progress = true;
+  const train::FolderEvalResult r = train::evaluate_folder(*cl.model, root, map, o);
+  const char* rule = map.rule == "wnid" ? "WordNet IDs -> ImageNet-1k indices"
+                     : map.rule == "name" ? "folder names = class names"
+                                          : "sorted folder order = class index";
+  if (json) {
+    nlohmann::json per = nlohmann::json::array();
+    for (const auto& c : r.per_class)
+      per.push_back({{"folder", c.folder}, {"class", c.model_class}, {"images", c.count},
+                     {"top1", c.count ? double(c.top1) / double(c.count) : 0.0},
+                     {"top5", c.count ? double(c.top5) / double(c.count) : 0.0}});
+    std::printf("%s\n", nlohmann::json({{"model", cl.model_name}, {"weights", what}, {"source", cl.source},
+                                        {"data", root}, {"preprocess", cl.pre.describe()}, {"labels", map.rule},
+                                        {"images", r.count}, {"top1", r.top1}, {"top5", r.top5}, {"loss", r.loss},
+                                        {"seconds", r.seconds}, {"errors", r.errors}, {"per_class", per}})
+                             .dump()
+                             .c_str());
+  } else {
+    std::printf("%s (%s weights %s) on %s: top-1 %.2f%%, top-5 %.2f%% (%lld images), loss %.4f\n",
+                cl.model_name.c_str(), cl.source.c_str(), what.c_str(), root.c_str(), 100 * r.top1, 100 * r.top5,
+                (long long)r.count, r.loss);
+    std::printf("  preprocessing: %s\n  labels: %zu folders, %s\n  %.2f s, %.1f img/s\n", cl.pre.describe().c_str(),
+                map.folders.size(), rule, r.seconds, r.seconds > 0 ? double(r.count) / r.seconds : 0.0);
+  }
+  std::fflush(stdout);
+  for (const auto& e : r.errors) std::fprintf(stderr, "attn: error: %s\n", e.c_str());
+  ATTN_CHECK(r.errors.empty(), "eval: ", r.errors.size(), " of ", r.errors.size() + size_t(r.count),
+             " images could not be read (the others are scored above)");
+}
+
+}  // namespace
 
 void add_eval(CLI::App& app) {
   auto* c = app.add_subcommand("eval", "evaluate a checkpoint");
@@ -21,15 +89,24 @@ void add_eval(CLI::App& app) {
     double length_penalty = 0.6;
     bool json = false;
     std::string hyps_out;
+    ForeignFlags foreign;
+    PreprocessFlags pre;
+    std::string dtype = "f32";
   };
   auto o = std::make_shared<Opts>();
-  c->add_option("checkpoint", o->ckpt, "an attn checkpoint (.safetensors)")->required();
+  c->add_option("checkpoint", o->ckpt, "an attn checkpoint (.safetensors); or --weights W --model NAME instead");
   c->add_option("--data", o->data,
                 "fashion-mnist, or a folder holding train/ and test/ (or val/), one subfolder per class "
-                "(default: the data the checkpoint was trained on, else fashion-mnist)");
+                "(default: the data the checkpoint was trained on, else fashion-mnist); for foreign / converted "
+                "ImageNet weights a folder of class subfolders (DIR/val or DIR/test is used when present)");
+  add_foreign_flags(c, o->foreign);
+  c->add_option("--dtype", o->dtype, "foreign / converted weights: f32 | bf16 (Linear weights)")->capture_default_str();
+  add_preprocess_flags(c, o->pre);
   c->add_option("--data-dir", o->data_dir, "where the Fashion-MNIST files are")->capture_default_str();
   c->add_option("--split", o->split, "train | val | test")->capture_default_str();
-  c->add_option("--limit", o->limit, "first N images (translation: sentence pairs) only");
+  c->add_option("--limit", o->limit,
+                "first N images (translation: sentence pairs) only; on a folder of foreign weights' classes, N "
+                "images spread evenly over it");
   c->add_option("--beam", o->beam, "translation models: beam size (1: greedy)")->capture_default_str();
   c->add_option("--length-penalty", o->length_penalty, "translation models: GNMT length penalty alpha")
       ->capture_default_str();
@@ -37,8 +114,31 @@ void add_eval(CLI::App& app) {
   c->add_option("--batch", o->batch)->capture_default_str();
   c->add_option("--threads", o->threads);
   c->add_flag("--json", o->json, "print one JSON object");
-  c->callback([o] {
+  c->callback([o, c] {
     apply_threads(o->threads);
+    const bool split_given = c->count("--split") > 0;
+    if (o->foreign.given()) {
+      ATTN_CHECK(o->ckpt.empty(), "eval: give either an attn checkpoint or --weights, not both (got '", o->ckpt,
+                 "' and --weights '", o->foreign.weights, "')");
+      Classifier cl = classifier_from_foreign(o->foreign, parse_linear_dtype(o->dtype, "eval"), "eval");
+      apply_preprocess_flags(cl, o->pre, "eval");
+      eval_on_folder(cl, o->foreign.weights, o->data, o->split, split_given, o->batch, o->limit, o->json);
+      return;
+    }
+    ATTN_CHECK(!o->ckpt.empty(), "eval: expected a checkpoint (attn eval CKPT) or foreign weights (attn eval "
+               "--weights W.safetensors --model NAME --data DIR)");
+    o->foreign.check_unused("eval");
+    if (io::read_checkpoint_metadata(o->ckpt).contains("source_format")) {
+      // Made by attn convert from foreign weights: their source's eval transform, ImageNet-style folders.
+      Classifier cl = classifier_from_checkpoint(o->ckpt, parse_linear_dtype(o->dtype, "eval"));
+      apply_preprocess_flags(cl, o->pre, "eval");
+      eval_on_folder(cl, o->ckpt, o->data, o->split, split_given, o->batch, o->limit, o->json);
+      return;
+    }
+    ATTN_CHECK(o->dtype == "f32" && o->pre.resize == 0 && o->pre.crop == 0 && o->pre.crop_pct == 0 &&
+                   o->pre.interpolation.empty() && o->pre.mean.empty() && o->pre.std.empty(),
+               "eval: --dtype and the preprocessing flags go with foreign or converted weights; attn's own "
+               "checkpoints are evaluated as they were trained");
     if (train::is_translation_checkpoint(o->ckpt)) {
       // Corpus BLEU (sacreBLEU's default) on the checkpoint's own data split.
       train::Translator tr = train::load_translator(o->ckpt);

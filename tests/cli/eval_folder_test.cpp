@@ -1,0 +1,140 @@
+// `attn eval` on foreign ImageNet-style weights and a folder of labelled images: the --weights form and
+// a checkpoint made by `attn convert` give the library's top-1 / top-5 / loss (tests/train/
+// folder_eval_test.cpp checks those against torchvision), DIR/val is found under DIR, and the errors
+// of a call without --data, without anything to evaluate, or with both a checkpoint and --weights.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "attn/attn.h"
+#include "attn/data/image_folder.h"
+#include "attn/data/preprocess.h"
+#include "attn/io/name_maps.h"
+#include "attn/io/safetensors.h"
+#include "attn/train/folder_eval.h"
+#include "torch_ref.h"
+#include "train_checks.h"
+
+#ifndef ATTN_CLI_PATH
+#error "ATTN_CLI_PATH (the attn binary) is set by tests/CMakeLists.txt"
+#endif
+
+using namespace attn;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+void write_bytes(const std::string& path, const uint8_t* p, size_t n) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(p), std::streamsize(n));
+}
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+struct CliRun {
+  int code = -1;
+  std::string out, err;
+};
+
+CliRun run_cli(const std::string& dir, const std::vector<std::string>& args) {
+  std::string cmd = quote(ATTN_CLI_PATH);
+  for (const auto& a : args) cmd += " " + quote(a);
+  cmd += " 2>" + quote(dir + "/stderr.txt");
+  CliRun r;
+  FILE* f = ::popen(cmd.c_str(), "r");
+  if (!f) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) r.out.append(buf, n);
+  const int status = ::pclose(f);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream e(dir + "/stderr.txt");
+  r.err.assign(std::istreambuf_iterator<char>(e), {});
+  return r;
+}
+
+const json kModel = {{"image_size", 32}, {"patch_size", 8}, {"in_channels", 3}, {"num_classes", 1000},
+                     {"dim", 32},        {"depth", 2},      {"heads", 2},       {"mlp_ratio", 2.0}};
+
+}  // namespace
+
+TEST(EvalCli, ForeignWeightsOnAnImagenetStyleFolder) {
+  const std::string dir = test::fresh_tmp_dir("attn_eval_folder_test", "cli");
+  const data::Preprocess pre = data::preset_for("vit", data::WeightSource::torchvision, 32);
+  const int64_t n = 30;
+  const json args = {{"seed", 5}, {"n", n}, {"resize", pre.resize_size}, {"crop", pre.crop_size},
+                     {"interpolation", "bilinear"}, {"mean", pre.mean}, {"std", pre.std}};
+  const test::Tensors ref = test::torch_ref("folder_eval.reference", {}, args);
+  const auto labels = ref.at("labels").to_vector<int64_t>();
+  const auto jpeg = ref.at("jpeg").to_vector<int64_t>();
+  for (int64_t k = 0; k < n; ++k) {
+    const Tensor& b = ref.at("img_" + std::to_string(k));
+    write_bytes(dir + "/data/val/" + data::imagenet_wnids()[size_t(labels[size_t(k)])] + "/" + std::to_string(k) +
+                    (jpeg[size_t(k)] ? ".jpg" : ".png"),
+                b.data<uint8_t>(), size_t(b.numel()));
+  }
+  const std::string weights = dir + "/vit.safetensors";
+  write_bytes(weights, ref.at("file").data<uint8_t>(), size_t(ref.at("file").numel()));
+  const int64_t top1 = ref.at("top1").to_vector<int64_t>()[0], top5 = ref.at("top5").to_vector<int64_t>()[0];
+  const double loss = ref.at("loss").to_vector<double>()[0];
+
+  auto check = [&](const CliRun& r, const char* what) {
+    ASSERT_EQ(r.code, 0) << what << ": " << r.err;
+    const json j = json::parse(r.out);
+    EXPECT_EQ(j["images"].get<int64_t>(), n) << what;
+    EXPECT_EQ(std::llround(j["top1"].get<double>() * double(n)), top1) << what;
+    EXPECT_EQ(std::llround(j["top5"].get<double>() * double(n)), top5) << what;
+    EXPECT_NEAR(j["loss"].get<double>(), loss, 1e-4 * std::max(1.0, loss)) << what;
+    EXPECT_EQ(j["labels"], "wnid") << what;
+    EXPECT_EQ(j["source"], "torchvision") << what;
+    EXPECT_EQ(j["data"], dir + "/data/val") << what;   // DIR/val, found under DIR
+    EXPECT_EQ(j["preprocess"], pre.describe()) << what;
+    EXPECT_TRUE(j["errors"].empty()) << what;
+    int64_t count = 0;
+    for (const auto& c : j["per_class"]) count += c["images"].get<int64_t>();
+    EXPECT_EQ(count, n) << what;
+  };
+  check(run_cli(dir, {"eval", "--weights", weights, "--model", "vit", "--model-config", kModel.dump(), "--format",
+                      "torchvision", "--data", dir + "/data", "--batch", "4", "--json"}),
+        "--weights");
+  // The same weights converted to an attn checkpoint: it keeps the source's preprocessing.
+  const std::string ckpt = dir + "/converted.safetensors";
+  const CliRun conv = run_cli(dir, {"convert", weights, "--model", "vit", "--model-config", kModel.dump(), "--format",
+                                    "torchvision", "--out", ckpt});
+  ASSERT_EQ(conv.code, 0) << conv.err;
+  check(run_cli(dir, {"eval", ckpt, "--data", dir + "/data", "--json"}), "converted checkpoint");
+  // The text form.
+  const CliRun text = run_cli(dir, {"eval", ckpt, "--data", dir + "/data/val"});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("top-1 "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("labels: "), std::string::npos) << text.out;
+
+  CliRun r = run_cli(dir, {"eval", ckpt});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("is an ImageNet-style classifier (vit, torchvision preprocessing): expected --data DIR"),
+            std::string::npos)
+      << r.err;
+  r = run_cli(dir, {"eval"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("eval: expected a checkpoint (attn eval CKPT) or foreign weights"), std::string::npos) << r.err;
+  r = run_cli(dir, {"eval", ckpt, "--weights", weights, "--model", "vit", "--data", dir + "/data"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("eval: give either an attn checkpoint or --weights, not both"), std::string::npos) << r.err;
+  r = run_cli(dir, {"eval", ckpt, "--data", dir + "/nowhere"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("eval: --data '" + dir + "/nowhere' is not a folder"), std::string::npos) << r.err;
+  fs::remove_all(dir);
+}
