@@ -1,6 +1,7 @@
 // attn explain CKPT IMAGE --out map.png: where a Vision Transformer looks. Writes a side-by-side
 // PNG: the image | attention rollout over it | the last layer's class-token attention over it,
-// and prints the predicted class.
+// and prints the predicted class. attn explain --weights W --model NAME IMAGE does the same for
+// foreign ViT / DeiT weights, on the center crop their eval preprocessing feeds the model.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -10,21 +11,27 @@
 #include "attn/train/classifier.h"
 #include "attn/train/explain.h"
 #include "../commands.h"
+#include "classifier_source.h"
 
 namespace attn::cli {
 
 void add_explain(CLI::App& app) {
   auto* c = app.add_subcommand("explain", "attention rollout of a ViT/DeiT checkpoint drawn over an image");
   struct Opts {
-    std::string ckpt, image, out = "attention.png", fusion = "mean";
+    std::vector<std::string> inputs;
+    ForeignFlags foreign;
+    PreprocessFlags pre;
+    std::string out = "attention.png", fusion = "mean";
     int64_t size = 224;
     double alpha = 0.5;
     bool json = false;
     int threads = 0;
   };
   auto o = std::make_shared<Opts>();
-  c->add_option("checkpoint", o->ckpt, "an attn ViT/DeiT checkpoint (.safetensors)")->required();
-  c->add_option("image", o->image, "a PNG or JPEG file")->required();
+  c->add_option("inputs", o->inputs, "CKPT IMAGE (an attn ViT/DeiT checkpoint and a PNG or JPEG file), or IMAGE "
+                "with --weights")->required();
+  add_foreign_flags(c, o->foreign);
+  add_preprocess_flags(c, o->pre);
   c->add_option("--out", o->out, "the PNG to write")->capture_default_str();
   c->add_option("--head-fusion", o->fusion, "mean | max | min over heads")->capture_default_str();
   c->add_option("--size", o->size, "minimum panel side in pixels (integer upscaling)")->capture_default_str();
@@ -34,13 +41,30 @@ void add_explain(CLI::App& app) {
   c->callback([o] {
     apply_threads(o->threads);
     const train::HeadFusion fusion = train::parse_head_fusion(o->fusion);
-    const train::CheckpointInputs in = train::checkpoint_inputs(o->ckpt);
-    auto model = train::load_classifier(o->ckpt);
-    auto* vit = dynamic_cast<models::VisionTransformer*>(model.get());
-    ATTN_CHECK(vit != nullptr, "explain: the model of '", o->ckpt, "' (", model->config().value("model", "?"),
+    std::string source;
+    Classifier cl;
+    if (o->foreign.given()) {
+      ATTN_CHECK(o->inputs.size() == 1, "explain: expected one IMAGE with --weights, got ", o->inputs.size(),
+                 " arguments");
+      cl = classifier_from_foreign(o->foreign, DType::f32, "explain");
+      source = o->foreign.weights;
+    } else {
+      o->foreign.check_unused("explain");
+      ATTN_CHECK(o->inputs.size() == 2, "explain: expected CKPT IMAGE (or --weights W --model NAME IMAGE), got ",
+                 o->inputs.size(), " arguments");
+      source = o->inputs.front();
+      cl = classifier_from_checkpoint(source, DType::f32);
+    }
+    apply_preprocess_flags(cl, o->pre, "explain");
+    const std::string& image = o->inputs.back();
+    auto* vit = dynamic_cast<models::VisionTransformer*>(cl.model.get());
+    ATTN_CHECK(vit != nullptr, "explain: the model of '", source, "' (", cl.model_name,
                ") is not a Vision Transformer: attention rollout needs attention maps");
+    auto& model = cl.model;
     model->eval();
-    train::PreparedImage p = train::prepare_image(o->image, in.image_size, in.channels, in.mean, in.std);
+    // attn's own checkpoints: resized to the model's size and normalised as in training; foreign and
+    // converted weights: their source's eval transform (the panel shows the crop the model sees).
+    train::PreparedImage p = train::prepare_image(image, cl.pre);
     train::Explanation e = train::explain(*vit, p, fusion, o->size, o->alpha);
     std::vector<double> logits;
     {
@@ -51,10 +75,10 @@ void add_explain(CLI::App& app) {
     const double mx = logits[best];
     double z = 0;
     for (double l : logits) z += std::exp(l - mx);
-    const std::string name = best < in.class_names.size() ? in.class_names[best] : "class " + std::to_string(best);
+    const std::string name = best < cl.class_names.size() ? cl.class_names[best] : "class " + std::to_string(best);
     data::write_png(o->out, e.panel);
     if (o->json) {
-      std::printf("%s\n", nlohmann::json({{"image", o->image}, {"out", o->out}, {"class", best}, {"name", name},
+      std::printf("%s\n", nlohmann::json({{"image", image}, {"out", o->out}, {"class", best}, {"name", name},
                                           {"probability", 1.0 / z}, {"rollout", e.rollout.to_vector<float>()},
                                           {"last_layer", e.last_cls.to_vector<float>()},
                                           {"grid", e.rollout.size(0)}})
@@ -62,7 +86,7 @@ void add_explain(CLI::App& app) {
                               .c_str());
     } else {
       std::printf("%s: %s (%.2f%%); wrote %s (image | rollout | last-layer CLS attention, %lld x %lld)\n",
-                  o->image.c_str(), name.c_str(), 100.0 / z, o->out.c_str(), (long long)e.panel.size(1),
+                  image.c_str(), name.c_str(), 100.0 / z, o->out.c_str(), (long long)e.panel.size(1),
                   (long long)e.panel.size(0));
     }
   });

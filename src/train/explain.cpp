@@ -142,6 +142,23 @@ PreparedImage prepare_image(const std::string& path, int64_t image_size, int64_t
   return p;
 }
 
+PreparedImage prepare_image(const std::string& path, const data::Preprocess& pre) {
+  PreparedImage p;
+  Tensor img = data::read_image(path, pre.channels);
+  const int64_t h = img.size(0), w = img.size(1);
+  const auto [rh, rw] =
+      pre.squash ? std::pair{pre.resize_size, pre.resize_size} : data::resized_shorter_side(h, w, pre.resize_size);
+  if (rh != h || rw != w) img = data::resize(img, rh, rw, pre.interpolation);
+  p.image = data::center_crop(img, pre.crop_size, pre.crop_size).contiguous();
+  // The crop through the same transform at its own size (no resize, an identity crop): the same
+  // ToTensor + Normalize as preprocess_file, so `input` is what predict and eval feed the model.
+  data::Preprocess same = pre;
+  same.squash = true;
+  same.resize_size = pre.crop_size;
+  p.input = data::preprocess(p.image, same).unsqueeze(0).contiguous();
+  return p;
+}
+
 CheckpointInputs checkpoint_inputs(const std::string& checkpoint) {
   const nlohmann::json meta = io::read_checkpoint_metadata(checkpoint);
   ATTN_CHECK(meta.contains("config") && meta["config"].is_object(), "checkpoint_inputs: checkpoint '", checkpoint,

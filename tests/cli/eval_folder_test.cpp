@@ -6,6 +6,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -121,6 +122,29 @@ TEST(EvalCli, ForeignWeightsOnAnImagenetStyleFolder) {
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_NE(text.out.find("top-1 "), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("labels: "), std::string::npos) << text.out;
+
+  // attn explain on the same weights: the class it prints is torchvision's top-1 for an image whose
+  // top-1 margin is clear (label = top-1 for k % 3 == 0 in the reference), and the panel is written.
+  {
+    const auto logits = ref.at("logits").to_vector<double>();
+    const size_t k = 3;
+    const size_t best = size_t(std::max_element(logits.begin() + k * 1000, logits.begin() + (k + 1) * 1000) -
+                               (logits.begin() + k * 1000));
+    ASSERT_EQ(int64_t(best), labels[k]);
+    const std::string img = dir + "/data/val/" + data::imagenet_wnids()[best] + "/3" + (jpeg[k] ? ".jpg" : ".png");
+    const CliRun e = run_cli(dir, {"explain", "--weights", weights, "--model", "vit", "--model-config", kModel.dump(),
+                                   "--format", "torchvision", img, "--out", dir + "/map.png", "--json"});
+    ASSERT_EQ(e.code, 0) << e.err;
+    const json j = json::parse(e.out);
+    EXPECT_EQ(j["class"].get<size_t>(), best);
+    EXPECT_EQ(j["name"], data::imagenet_class_names()[best]);
+    EXPECT_EQ(j["grid"].get<int64_t>(), 4);   // 32 / 8
+    EXPECT_TRUE(fs::file_size(dir + "/map.png") > 0);
+    const CliRun bad = run_cli(dir, {"explain", "--weights", weights, "--model", "vit", ckpt, img});
+    EXPECT_EQ(bad.code, 1);
+    EXPECT_NE(bad.err.find("explain: expected one IMAGE with --weights, got 2 arguments"), std::string::npos)
+        << bad.err;
+  }
 
   CliRun r = run_cli(dir, {"eval", ckpt});
   EXPECT_EQ(r.code, 1);

@@ -3,11 +3,13 @@
 // ViT/DeiT; image preprocessing and checkpoint inputs; heat-map drawing.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 
 #include "attn/attn.h"
 #include "attn/data/fashion_mnist.h"
 #include "attn/data/image.h"
+#include "attn/data/preprocess.h"
 #include "attn/io/checkpoint.h"
 #include "attn/train/explain.h"
 #include "torch_ref.h"
@@ -97,6 +99,27 @@ TEST(Explain, PanelOfASmallVitAndDeit) {
     EXPECT_EQ(e.panel.at({8 * 3, 8 * 5 + 7, 2}), px.at({3, 5, 0}));
     data::write_png(tmp("panel.png"), e.panel);
   }
+}
+
+// Foreign weights: the image through an eval transform (resize the shorter side, center crop). The
+// input equals what predict / eval feed the model bit for bit; the panel image is the crop.
+TEST(Explain, PrepareWithAnEvalTransform) {
+  Generator g(7);
+  Tensor px = Tensor::empty({40, 60, 3}, DType::u8);
+  for (int64_t i = 0; i < px.numel(); ++i) px.data<uint8_t>()[i] = uint8_t(g.randint(256));
+  const std::string path = tmp("wide.png");
+  data::write_png(path, px);
+  data::Preprocess pre = data::preset_for("vit", data::WeightSource::timm, 32);   // 35 bicubic -> crop 32
+  pre.interpolation = data::Resample::bicubic;
+  const train::PreparedImage p = train::prepare_image(path, pre);
+  ASSERT_EQ(p.image.shape(), (Shape{32, 32, 3}));
+  ASSERT_EQ(p.input.shape(), (Shape{1, 3, 32, 32}));
+  const Tensor want = data::preprocess_file(path, pre);
+  EXPECT_EQ(std::memcmp(p.input.data<float>(), want.data<float>(), size_t(want.numel()) * sizeof(float)), 0);
+  // The crop: resized to 35 x 52 (shorter side 35), then rows 2..33 and columns 10..41.
+  const Tensor resized = data::resize(px, 35, 52, data::Resample::bicubic);
+  EXPECT_EQ(p.image.at({0, 0, 1}), resized.at({2, 10, 1}));
+  EXPECT_EQ(p.image.at({31, 31, 2}), resized.at({33, 41, 2}));
 }
 
 TEST(Explain, HeatmapDrawing) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "attn/core/tensor.h"
+#include "attn/data/preprocess.h"
 #include "attn/models/vit.h"
 
 namespace attn::train {
@@ -39,6 +40,9 @@ struct PreparedImage {
 };
 PreparedImage prepare_image(const std::string& path, int64_t image_size, int64_t channels,
                             const std::vector<float>& mean, const std::vector<float>& std);
+// Through an eval transform instead (foreign weights: resize the shorter side, center crop; see
+// data/preprocess.h): `image` is the crop the model sees, `input` equals data::preprocess_file(path, pre).
+PreparedImage prepare_image(const std::string& path, const data::Preprocess& pre);
 
 // What a checkpoint's model expects, from its metadata: config "image_size" / "in_channels" /
 // "num_classes", train_state "mean" / "std" (else train::dataset_normalization of train_state
