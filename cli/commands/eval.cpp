@@ -14,6 +14,7 @@
 #include "attn/train/explain.h"
 #include "attn/train/seq2seq.h"
 #include "attn/train/folder_eval.h"
+#include "attn/train/plot.h"
 #include "../commands.h"
 #include "classifier_source.h"
 
@@ -88,7 +89,7 @@ void add_eval(CLI::App& app) {
     int64_t limit = 0, batch = 256, beam = 4;
     double length_penalty = 0.6;
     bool json = false;
-    std::string hyps_out;
+    std::string hyps_out, confusion;
     ForeignFlags foreign;
     PreprocessFlags pre;
     std::string dtype = "f32";
@@ -113,13 +114,19 @@ void add_eval(CLI::App& app) {
   c->add_option("--hyps", o->hyps_out, "translation models: also write the hypotheses, one per line");
   c->add_option("--batch", o->batch)->capture_default_str();
   c->add_option("--threads", o->threads);
+  c->add_option("--confusion", o->confusion,
+                 "attn's image classifiers: also write the confusion matrix as an SVG heat map (up to 100 classes)");
   c->add_flag("--json", o->json, "print one JSON object");
   c->callback([o, c] {
     apply_threads(o->threads);
     const bool split_given = c->count("--split") > 0;
+    auto no_confusion = [&](const char* what) {
+      ATTN_CHECK(o->confusion.empty(), "eval: --confusion is for attn's own image classifiers, not ", what);
+    };
     if (o->foreign.given()) {
       ATTN_CHECK(o->ckpt.empty(), "eval: give either an attn checkpoint or --weights, not both (got '", o->ckpt,
                  "' and --weights '", o->foreign.weights, "')");
+      no_confusion("foreign weights");
       Classifier cl = classifier_from_foreign(o->foreign, parse_linear_dtype(o->dtype, "eval"), "eval");
       apply_preprocess_flags(cl, o->pre, "eval");
       eval_on_folder(cl, o->foreign.weights, o->data, o->split, split_given, o->batch, o->limit, o->json);
@@ -130,6 +137,7 @@ void add_eval(CLI::App& app) {
     o->foreign.check_unused("eval");
     if (io::read_checkpoint_metadata(o->ckpt).contains("source_format")) {
       // Made by attn convert from foreign weights: their source's eval transform, ImageNet-style folders.
+      no_confusion("converted foreign weights");
       Classifier cl = classifier_from_checkpoint(o->ckpt, parse_linear_dtype(o->dtype, "eval"));
       apply_preprocess_flags(cl, o->pre, "eval");
       eval_on_folder(cl, o->ckpt, o->data, o->split, split_given, o->batch, o->limit, o->json);
@@ -140,6 +148,7 @@ void add_eval(CLI::App& app) {
                "eval: --dtype and the preprocessing flags go with foreign or converted weights; attn's own "
                "checkpoints are evaluated as they were trained");
     if (train::is_translation_checkpoint(o->ckpt)) {
+      no_confusion("translation models");
       // Corpus BLEU (sacreBLEU's default) on the checkpoint's own data split.
       train::Translator tr = train::load_translator(o->ckpt);
       const auto& d = tr.metadata().at("data");
@@ -190,13 +199,28 @@ void add_eval(CLI::App& app) {
     }
     // (A checkpoint without a training record, e.g. from attn convert: the named dataset's constants.)
     const auto norm = in.data.empty() ? train::dataset_normalization(o->data) : std::make_pair(in.mean, in.std);
+    ATTN_CHECK(o->confusion.empty() || in.num_classes <= 100, "eval: --confusion draws up to 100 classes, the "
+               "checkpoint's model has ", in.num_classes);
     train::EvalResult r = train::evaluate(*model, *ds, norm.first, norm.second, o->batch, o->limit);
+    if (!o->confusion.empty())
+      train::write_confusion_svg(o->confusion, o->data + "/" + o->split, in.class_names, r.labels, r.predictions);
     if (o->json) {
-      std::printf("%s\n", nlohmann::json({{"checkpoint", o->ckpt}, {"split", o->split}, {"accuracy", r.accuracy},
-                                          {"loss", r.loss}, {"count", r.count}}).dump().c_str());
+      nlohmann::json j = {{"checkpoint", o->ckpt}, {"split", o->split}, {"accuracy", r.accuracy},
+                          {"loss", r.loss}, {"count", r.count}};
+      if (!o->confusion.empty()) {
+        // rows: true class, columns: predicted
+        const std::vector<int64_t> m = train::confusion_matrix(r.labels, r.predictions, in.num_classes);
+        nlohmann::json rows = nlohmann::json::array();
+        for (int64_t t = 0; t < in.num_classes; ++t)
+          rows.push_back(std::vector<int64_t>(m.begin() + t * in.num_classes, m.begin() + (t + 1) * in.num_classes));
+        j["confusion"] = rows;
+        j["confusion_svg"] = o->confusion;
+      }
+      std::printf("%s\n", j.dump().c_str());
     } else {
       std::printf("%s on %s/%s: accuracy %.2f%% (%lld images), loss %.4f\n", o->ckpt.c_str(), o->data.c_str(),
                   o->split.c_str(), 100 * r.accuracy, (long long)r.count, r.loss);
+      if (!o->confusion.empty()) std::printf("confusion matrix: %s\n", o->confusion.c_str());
     }
   });
 }

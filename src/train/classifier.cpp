@@ -245,6 +245,7 @@ EvalResult evaluate(models::ImageClassifier& model, const data::Dataset& ds, con
     for (int64_t i = 0; i < pred.numel(); ++i) {
       correct += p[i] == y[i];
       r.predictions.push_back(p[i]);
+      r.labels.push_back(y[i]);
     }
     r.count += pred.numel();
   }

@@ -162,3 +162,38 @@ TEST(EvalCli, ForeignWeightsOnAnImagenetStyleFolder) {
   EXPECT_NE(r.err.find("eval: --data '" + dir + "/nowhere' is not a folder"), std::string::npos) << r.err;
   fs::remove_all(dir);
 }
+
+// attn eval --confusion on attn's own checkpoint (a few training steps on Fashion-MNIST): the matrix in
+// the JSON sums to the images scored, its diagonal is the accuracy, and the SVG names the classes.
+TEST(EvalCli, ConfusionMatrixOfAnAttnCheckpoint) {
+  const std::string dir = test::fresh_tmp_dir("attn_eval_folder_test", "confusion");
+  const CliRun t = run_cli(dir, {"train", "--model", "vit", "--model-config",
+                                 R"({"dim":32,"depth":1,"heads":2,"patch_size":7})", "--epochs", "1", "--batch", "64",
+                                 "--limit-train", "640", "--limit-eval", "100", "--threads", "1", "--out", dir + "/run"});
+  ASSERT_EQ(t.code, 0) << t.err;
+  const std::string ckpt = dir + "/run/checkpoint.safetensors";
+  const CliRun r = run_cli(dir, {"eval", ckpt, "--limit", "300", "--confusion", dir + "/cm.svg", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_EQ(j["confusion"].size(), 10u);
+  int64_t total = 0, diagonal = 0;
+  for (size_t row = 0; row < 10; ++row) {
+    ASSERT_EQ(j["confusion"][row].size(), 10u);
+    for (size_t col = 0; col < 10; ++col) {
+      total += j["confusion"][row][col].get<int64_t>();
+      if (row == col) diagonal += j["confusion"][row][col].get<int64_t>();
+    }
+  }
+  EXPECT_EQ(total, 300);
+  EXPECT_EQ(j["count"].get<int64_t>(), 300);
+  EXPECT_NEAR(j["accuracy"].get<double>(), double(diagonal) / 300.0, 1e-12);
+  std::ifstream in(dir + "/cm.svg");
+  const std::string svg((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(svg.find(">Ankle boot</text>"), std::string::npos);
+  const CliRun bad = run_cli(dir, {"eval", "--weights", ckpt, "--model", "vit", "--data", dir, "--confusion", "x.svg"});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("eval: --confusion is for attn's own image classifiers, not foreign weights"),
+            std::string::npos)
+      << bad.err;
+  fs::remove_all(dir);
+}

@@ -78,6 +78,7 @@ struct EvalResult {
   double loss = 0, accuracy = 0;
   int64_t count = 0;
   std::vector<int64_t> predictions;
+  std::vector<int64_t> labels;   // the true class of each prediction
   // Distilled (DeiT) models: the accuracy of the class head and of the distillation head alone
   // (accuracy is that of forward(), both heads combined). NaN for other models.
   double accuracy_cls = NAN, accuracy_dist = NAN;
