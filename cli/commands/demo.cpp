@@ -1,5 +1,6 @@
 // attn demo: the README's main job. Trains the default model on Fashion-MNIST, then prints the
 // test accuracy, a few predictions and where the outputs are.
+#include <algorithm>
 #include <cstdio>
 
 #include "attn/attn.h"
@@ -8,6 +9,7 @@
 #include "attn/models/vit.h"
 #include "attn/train/classifier.h"
 #include "attn/train/explain.h"
+#include "attn/train/plot.h"
 #include "../commands.h"
 
 namespace attn::cli {
@@ -37,10 +39,10 @@ void add_demo(CLI::App& app) {
     auto model = train::load_classifier(r.checkpoint);
     auto test = data::FashionMnist::load(cfg->data_dir, data::Split::test);
     auto [mean, std] = train::dataset_normalization(cfg->data);
-    train::EvalResult e = train::evaluate(*model, test, mean, std, 256, 8);
+    train::EvalResult e = train::evaluate(*model, test, mean, std, 256, 0);   // every test image
     const auto& names = data::FashionMnist::class_names();
     std::printf("\na few test images:\n");
-    for (int64_t i = 0; i < e.count; ++i) {
+    for (int64_t i = 0; i < std::min<int64_t>(8, e.count); ++i) {
       const int64_t y = int64_t(test.labels().at({i}));
       std::printf("  #%lld  predicted %-12s  true %-12s %s\n", (long long)i, names[size_t(e.predictions[size_t(i)])].c_str(),
                   names[size_t(y)].c_str(), e.predictions[size_t(i)] == y ? "ok" : "WRONG");
@@ -54,6 +56,9 @@ void add_demo(CLI::App& app) {
       std::printf("\nattention map of test image 0 (%s): %s\n", names[size_t(test.labels().at({0}))].c_str(),
                   map_path.c_str());
     }
+    const std::string cm_path = cfg->out + "/confusion.svg";
+    train::write_confusion_svg(cm_path, "Fashion-MNIST test, " + cfg->model, names, e.labels, e.predictions);
+    std::printf("confusion matrix of the %lld test images: %s\n", (long long)e.count, cm_path.c_str());
   });
 }
 
