@@ -11,6 +11,7 @@ void add_info(CLI::App& app);
 void add_demo(CLI::App& app);
 void add_predict(CLI::App& app);
 void add_explain(CLI::App& app);
+void add_inspect(CLI::App& app);
 void add_convert(CLI::App& app);
 void add_translate(CLI::App& app);
 void add_align(CLI::App& app);

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   attn::cli::add_info(app);
   attn::cli::add_predict(app);
   attn::cli::add_explain(app);
+  attn::cli::add_inspect(app);
   attn::cli::add_convert(app);
   attn::cli::add_translate(app);
   attn::cli::add_align(app);

@@ -183,6 +183,14 @@ int64_t VisionTransformer::grid() const {
   return fmap / cfg_.patch_size;
 }
 
+Tensor VisionTransformer::patch_position_embeddings() const {
+  NoGradGuard ng;
+  const int64_t n = grid() * grid();
+  if (pos_embed_) return pos_embed_->select(0, 0).slice(0, num_prefix_tokens(), num_prefix_tokens() + n).contiguous();
+  if (pos_2d_) return pos_2d_->embedding().select(0, 0).contiguous();   // (N, D): no prefix rows in it
+  return Tensor();
+}
+
 Tensor VisionTransformer::embed(const Tensor& images) const {
   ATTN_CHECK(images.dim() == 4 && images.size(1) == cfg_.in_channels && images.size(2) == cfg_.image_size &&
                  images.size(3) == cfg_.image_size,

@@ -65,10 +65,17 @@ void write_svg_plot(const std::string& path, const std::string& title, const std
   for (size_t k = 0; k < series.size(); ++k) {
     const auto& s = series[k];
     const Range& r = s.right_axis ? ry2 : ry;
-    o << "<polyline fill='none' stroke='" << colors[k % 6] << "' stroke-width='1.8' points='";
-    for (size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i)
-      if (std::isfinite(s.y[i])) o << X(s.x[i]) << ',' << Y(r, s.y[i]) << ' ';
-    o << "'/>\n";
+    if (s.markers) {
+      for (size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i)
+        if (std::isfinite(s.y[i]))
+          o << "<circle cx='" << X(s.x[i]) << "' cy='" << Y(r, s.y[i]) << "' r='3.5' fill='" << colors[k % 6]
+            << "' fill-opacity='0.8'/>\n";
+    } else {
+      o << "<polyline fill='none' stroke='" << colors[k % 6] << "' stroke-width='1.8' points='";
+      for (size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i)
+        if (std::isfinite(s.y[i])) o << X(s.x[i]) << ',' << Y(r, s.y[i]) << ' ';
+      o << "'/>\n";
+    }
     o << "<text x='" << L + 10 << "' y='" << T + 16 + 15 * double(k) << "' fill='" << colors[k % 6] << "'>"
       << esc(s.name) << (s.right_axis ? " (right axis)" : "") << "</text>\n";
   }

@@ -102,6 +102,9 @@ class VisionTransformer : public ImageClassifier {
   const VitConfig& cfg() const { return cfg_; }
   int64_t num_prefix_tokens() const { return 1 + (cfg_.distilled ? 1 : 0); }
   int64_t grid() const;   // patches per side
+  // The position embeddings of the patch tokens, (N, D) in raster order (the prefix tokens' rows
+  // left out), detached; undefined with pos_embed "none".
+  Tensor patch_position_embeddings() const;
   // Images per slice of a no-grad eval forward (0: the batch whole); see forward_heads. From the
   // layer sizes: small models only (a layer's weights <= 4 MiB, slices of >= 8 images), about 2 MiB
   // of the widest activation per thread. The environment variable ATTN_VIT_CHUNK overrides it (0: off).

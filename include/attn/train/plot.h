@@ -15,6 +15,7 @@ struct Series {
   std::string name;
   std::vector<double> x, y;
   bool right_axis = false;   // plotted against a second y axis (e.g. accuracy next to loss)
+  bool markers = false;      // a dot at each point instead of a line
 };
 
 // Written atomically. Throws attn::Error if it cannot write.

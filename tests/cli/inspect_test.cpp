@@ -1,0 +1,115 @@
+// `attn inspect`: on a checkpoint trained for a few steps on Fashion-MNIST, the mean attention distance
+// it prints (batched, averaged over the test images it reads) equals the library's on the same images
+// in one batch, the position-embedding similarity is the library's, and both figures are written; on
+// foreign weights, given image files; and its errors.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "attn/attn.h"
+#include "attn/autograd/grad_mode.h"
+#include "attn/data/fashion_mnist.h"
+#include "attn/models/vit.h"
+#include "attn/train/classifier.h"
+#include "attn/train/inspect.h"
+#include "train_checks.h"
+
+#ifndef ATTN_CLI_PATH
+#error "ATTN_CLI_PATH (the attn binary) is set by tests/CMakeLists.txt"
+#endif
+
+using namespace attn;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+struct CliRun {
+  int code = -1;
+  std::string out, err;
+};
+
+CliRun run_cli(const std::string& dir, const std::vector<std::string>& args) {
+  std::string cmd = quote(ATTN_CLI_PATH);
+  for (const auto& a : args) cmd += " " + quote(a);
+  cmd += " 2>" + quote(dir + "/stderr.txt");
+  CliRun r;
+  FILE* f = ::popen(cmd.c_str(), "r");
+  if (!f) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) r.out.append(buf, n);
+  const int status = ::pclose(f);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream e(dir + "/stderr.txt");
+  r.err.assign(std::istreambuf_iterator<char>(e), {});
+  return r;
+}
+
+}  // namespace
+
+TEST(InspectCli, FashionMnistCheckpoint) {
+  const std::string dir = test::fresh_tmp_dir("attn_inspect_cli_test", "fmnist");
+  const CliRun t = run_cli(dir, {"train", "--model", "vit", "--model-config",
+                                 R"({"dim":32,"depth":2,"heads":2,"patch_size":7})", "--epochs", "1", "--batch", "64",
+                                 "--limit-train", "640", "--limit-eval", "100", "--threads", "1", "--out", dir + "/run"});
+  ASSERT_EQ(t.code, 0) << t.err;
+  const std::string ckpt = dir + "/run/checkpoint.safetensors";
+  const CliRun r = run_cli(dir, {"inspect", ckpt, "--count", "20", "--batch", "8", "--out", dir + "/fig", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["grid"].get<int64_t>(), 4);
+  EXPECT_EQ(j["images"].get<int64_t>(), 20);
+  EXPECT_GT(fs::file_size(dir + "/fig/pos_embed_similarity.png"), 0u);
+  EXPECT_GT(fs::file_size(dir + "/fig/attention_distance.svg"), 0u);
+
+  // The same in-process, the 20 images in one batch.
+  auto model = train::load_classifier(ckpt);
+  auto* vit = dynamic_cast<models::VisionTransformer*>(model.get());
+  ASSERT_NE(vit, nullptr);
+  vit->eval();
+  const auto test = data::FashionMnist::load(data::FashionMnist::kDefaultDir, data::Split::test);
+  const auto [mean, std] = train::dataset_normalization("fashion-mnist");
+  const Tensor x = (test.images_f32().slice(0, 0, 20).contiguous() - double(mean[0])) / double(std[0]);
+  Tensor d;
+  {
+    NoGradGuard ng;
+    d = train::mean_attention_distance(vit->attention_maps(x), vit->num_prefix_tokens(), 4, 7);
+  }
+  ASSERT_EQ(j["attention_distance"].size(), 2u);
+  for (int64_t l = 0; l < 2; ++l)
+    for (int64_t h = 0; h < 2; ++h)
+      EXPECT_NEAR(j["attention_distance"][size_t(l)][size_t(h)].get<double>(), d.at({l, h}), 1e-9) << l << ", " << h;
+  const auto sim = j["pos_embed_similarity"].get<std::vector<double>>();
+  const auto want = train::pos_embed_similarity(*vit).to_vector<double>();
+  ASSERT_EQ(sim.size(), want.size());
+  for (size_t i = 0; i < sim.size(); ++i) EXPECT_NEAR(sim[i], want[i], 1e-12);
+
+  // Given image files instead (written from the test set; PNG, resized as predict resizes).
+  const CliRun text = run_cli(dir, {"inspect", ckpt, dir + "/run/../fig/pos_embed_similarity.png", "--out", dir + "/fig2"});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("mean attention distance in pixels (1 images"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("layer  2:"), std::string::npos) << text.out;
+
+  CliRun bad = run_cli(dir, {"inspect"});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("inspect: expected CKPT [IMAGE...]"), std::string::npos) << bad.err;
+  bad = run_cli(dir, {"inspect", ckpt, "--model", "vit"});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("inspect: --model, --format"), std::string::npos) << bad.err;
+  fs::remove_all(dir);
+}
