@@ -20,6 +20,7 @@
 #include <numeric>
 
 #include "attn/attn.h"
+#include "attn/core/parallel.h"
 #include "attn/data/preprocess.h"
 #include "../commands.h"
 #include "classifier_source.h"
@@ -78,15 +79,21 @@ void add_predict(CLI::App& app) {
     };
     for (size_t first = 0; first < images.size(); first += size_t(o->batch)) {
       const size_t last = std::min(images.size(), first + size_t(o->batch));
-      std::vector<Tensor> inputs;
+      // The batch's images decoded and preprocessed in parallel (one image per task), in order.
+      std::vector<Tensor> decoded(last - first);
       std::vector<std::string> errors(last - first);
-      for (size_t i = first; i < last; ++i) {
-        try {
-          inputs.push_back(data::preprocess_file(images[i], pr.pre));
-        } catch (const Error& e) {
-          errors[i - first] = e.what();
+      parallel_for(0, int64_t(last - first), 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          try {
+            decoded[size_t(i)] = data::preprocess_file(images[first + size_t(i)], pr.pre);
+          } catch (const std::exception& ex) {
+            errors[size_t(i)] = ex.what();
+          }
         }
-      }
+      });
+      std::vector<Tensor> inputs;
+      for (const Tensor& t : decoded)
+        if (t.defined()) inputs.push_back(t);
       std::vector<double> logits;
       int64_t classes = 0;
       if (!inputs.empty()) {
