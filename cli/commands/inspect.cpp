@@ -79,8 +79,8 @@ void add_inspect(CLI::App& app) {
     std::string text;
 
     // Position embeddings.
-    if (vit->patch_position_embeddings().defined()) {
-      const Tensor s = train::pos_embed_similarity(*vit);
+    if (const Tensor pe = vit->patch_position_embeddings(); pe.defined()) {
+      const Tensor s = train::cosine_similarity_rows(pe);
       const std::string path = o->out + "/pos_embed_similarity.png";
       data::write_png(path, train::render_pos_embed_similarity(s, vit->grid()));
       j["pos_embed_similarity_png"] = path;

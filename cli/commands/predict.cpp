@@ -20,7 +20,6 @@
 #include <numeric>
 
 #include "attn/attn.h"
-#include "attn/core/parallel.h"
 #include "attn/data/preprocess.h"
 #include "../commands.h"
 #include "classifier_source.h"
@@ -79,18 +78,10 @@ void add_predict(CLI::App& app) {
     };
     for (size_t first = 0; first < images.size(); first += size_t(o->batch)) {
       const size_t last = std::min(images.size(), first + size_t(o->batch));
-      // The batch's images decoded and preprocessed in parallel (one image per task), in order.
-      std::vector<Tensor> decoded(last - first);
-      std::vector<std::string> errors(last - first);
-      parallel_for(0, int64_t(last - first), 1, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) {
-          try {
-            decoded[size_t(i)] = data::preprocess_file(images[first + size_t(i)], pr.pre);
-          } catch (const std::exception& ex) {
-            errors[size_t(i)] = ex.what();
-          }
-        }
-      });
+      std::vector<std::string> errors;
+      const std::vector<Tensor> decoded = data::preprocess_files(
+          std::vector<std::string>(images.begin() + std::ptrdiff_t(first), images.begin() + std::ptrdiff_t(last)),
+          pr.pre, errors);
       std::vector<Tensor> inputs;
       for (const Tensor& t : decoded)
         if (t.defined()) inputs.push_back(t);

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "attn/core/error.h"
+#include "attn/core/parallel.h"
 #include "attn/data/transforms.h"
 
 namespace attn::data {
@@ -173,24 +174,56 @@ Tensor center_crop(const Tensor& img, int64_t crop_h, int64_t crop_w) {
   return out;
 }
 
-Tensor preprocess(const Tensor& img, const Preprocess& p) {
+namespace {
+void check_sizes(const Preprocess& p) {
   ATTN_CHECK(p.channels == 1 || p.channels == 3, "preprocess: expected 1 or 3 channels, got ", p.channels);
   ATTN_CHECK(p.resize_size > 0 && p.crop_size > 0, "preprocess: expected positive resize and crop sizes, got ",
              p.resize_size, " and ", p.crop_size);
-  check_norm(p.mean, p.channels, "mean");
-  check_norm(p.std, p.channels, "std");
+}
+}  // namespace
+
+Tensor eval_crop(const Tensor& img, const Preprocess& p) {
+  check_sizes(p);
   ATTN_CHECK(img.defined() && img.dim() == 3 && img.dtype() == DType::u8,
              "preprocess: expected a u8 (H, W, C) image, got shape ", img.defined() ? img.shape() : Shape{});
   Tensor x = img.size(2) == p.channels ? img : convert_channels(img, p.channels);
   const int64_t h = x.size(0), w = x.size(1);
   const auto [rh, rw] = p.squash ? std::pair{p.resize_size, p.resize_size} : resized_shorter_side(h, w, p.resize_size);
   if (rh != h || rw != w) x = resize(x, rh, rw, p.interpolation);
-  x = center_crop(x, p.crop_size, p.crop_size);
-  Tensor chw = to_chw_f32(x);
+  return center_crop(x, p.crop_size, p.crop_size);
+}
+
+Tensor normalize_crop(const Tensor& crop, const Preprocess& p) {
+  check_norm(p.mean, p.channels, "mean");
+  check_norm(p.std, p.channels, "std");
+  Tensor chw = to_chw_f32(crop);
   normalize_inplace(chw.data<float>(), chw.size(0), chw.size(1), chw.size(2), p.mean, p.std);
   return chw;
 }
 
+Tensor preprocess(const Tensor& img, const Preprocess& p) {
+  check_sizes(p);   // every setting before the image, as the messages have always come
+  check_norm(p.mean, p.channels, "mean");
+  check_norm(p.std, p.channels, "std");
+  return normalize_crop(eval_crop(img, p), p);
+}
+
 Tensor preprocess_file(const std::string& path, const Preprocess& p) { return preprocess(read_image(path, p.channels), p); }
+
+std::vector<Tensor> preprocess_files(const std::vector<std::string>& paths, const Preprocess& p,
+                                     std::vector<std::string>& errors) {
+  std::vector<Tensor> out(paths.size());
+  errors.assign(paths.size(), std::string());
+  parallel_for(0, int64_t(paths.size()), 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      try {   // no exception may leave the parallel region
+        out[size_t(i)] = preprocess_file(paths[size_t(i)], p);
+      } catch (const std::exception& ex) {
+        errors[size_t(i)] = ex.what();
+      }
+    }
+  });
+  return out;
+}
 
 }  // namespace attn::data

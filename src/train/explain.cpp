@@ -144,18 +144,8 @@ PreparedImage prepare_image(const std::string& path, int64_t image_size, int64_t
 
 PreparedImage prepare_image(const std::string& path, const data::Preprocess& pre) {
   PreparedImage p;
-  Tensor img = data::read_image(path, pre.channels);
-  const int64_t h = img.size(0), w = img.size(1);
-  const auto [rh, rw] =
-      pre.squash ? std::pair{pre.resize_size, pre.resize_size} : data::resized_shorter_side(h, w, pre.resize_size);
-  if (rh != h || rw != w) img = data::resize(img, rh, rw, pre.interpolation);
-  p.image = data::center_crop(img, pre.crop_size, pre.crop_size).contiguous();
-  // The crop through the same transform at its own size (no resize, an identity crop): the same
-  // ToTensor + Normalize as preprocess_file, so `input` is what predict and eval feed the model.
-  data::Preprocess same = pre;
-  same.squash = true;
-  same.resize_size = pre.crop_size;
-  p.input = data::preprocess(p.image, same).unsqueeze(0).contiguous();
+  p.image = data::eval_crop(data::read_image(path, pre.channels), pre).contiguous();
+  p.input = data::normalize_crop(p.image, pre).unsqueeze(0).contiguous();   // = preprocess_file(path, pre)
   return p;
 }
 

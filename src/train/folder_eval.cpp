@@ -8,7 +8,6 @@
 
 #include "attn/autograd/grad_mode.h"
 #include "attn/core/error.h"
-#include "attn/core/parallel.h"
 #include "attn/data/image_folder.h"
 #include "attn/ops/combine.h"
 #include "attn/train/progress.h"
@@ -127,18 +126,9 @@ FolderEvalResult evaluate_folder(models::ImageClassifier& model, const std::stri
   double loss_sum = 0;
   for (int64_t first = 0; first < total; first += opt.batch) {
     const int64_t n = std::min(opt.batch, total - first);
-    std::vector<Tensor> inputs(static_cast<size_t>(n));
-    std::vector<std::string> errors(static_cast<size_t>(n));
-    // One image per task: decoding and resizing dominate, and each image is independent.
-    parallel_for(0, n, 1, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        try {
-          inputs[size_t(i)] = data::preprocess_file(samples[size_t(first + i)].first, opt.pre);
-        } catch (const std::exception& ex) {
-          errors[size_t(i)] = ex.what();
-        }
-      }
-    });
+    std::vector<std::string> paths, errors;
+    for (int64_t i = 0; i < n; ++i) paths.push_back(samples[size_t(first + i)].first);
+    const std::vector<Tensor> inputs = data::preprocess_files(paths, opt.pre, errors);
     std::vector<Tensor> ok;
     std::vector<int64_t> rows;   // sample index of each decoded image
     for (int64_t i = 0; i < n; ++i) {

@@ -4,8 +4,6 @@
 // of a call without --data, without anything to evaluate, or with both a checkpoint and --weights.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -22,6 +20,7 @@
 #include "attn/io/safetensors.h"
 #include "attn/train/folder_eval.h"
 #include "torch_ref.h"
+#include "cli_run.h"
 #include "train_checks.h"
 
 #ifndef ATTN_CLI_PATH
@@ -39,32 +38,8 @@ void write_bytes(const std::string& path, const uint8_t* p, size_t n) {
   std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(p), std::streamsize(n));
 }
 
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-struct CliRun {
-  int code = -1;
-  std::string out, err;
-};
-
-CliRun run_cli(const std::string& dir, const std::vector<std::string>& args) {
-  std::string cmd = quote(ATTN_CLI_PATH);
-  for (const auto& a : args) cmd += " " + quote(a);
-  cmd += " 2>" + quote(dir + "/stderr.txt");
-  CliRun r;
-  FILE* f = ::popen(cmd.c_str(), "r");
-  if (!f) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) r.out.append(buf, n);
-  const int status = ::pclose(f);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream e(dir + "/stderr.txt");
-  r.err.assign(std::istreambuf_iterator<char>(e), {});
-  return r;
+test::CliRun run_cli(const std::string& dir, const std::vector<std::string>& args) {
+  return test::run_cli(ATTN_CLI_PATH, dir + "/stderr.txt", args);
 }
 
 const json kModel = {{"image_size", 32}, {"patch_size", 8}, {"in_channels", 3}, {"num_classes", 1000},
@@ -92,7 +67,7 @@ TEST(EvalCli, ForeignWeightsOnAnImagenetStyleFolder) {
   const int64_t top1 = ref.at("top1").to_vector<int64_t>()[0], top5 = ref.at("top5").to_vector<int64_t>()[0];
   const double loss = ref.at("loss").to_vector<double>()[0];
 
-  auto check = [&](const CliRun& r, const char* what) {
+  auto check = [&](const test::CliRun& r, const char* what) {
     ASSERT_EQ(r.code, 0) << what << ": " << r.err;
     const json j = json::parse(r.out);
     EXPECT_EQ(j["images"].get<int64_t>(), n) << what;
@@ -113,12 +88,12 @@ TEST(EvalCli, ForeignWeightsOnAnImagenetStyleFolder) {
         "--weights");
   // The same weights converted to an attn checkpoint: it keeps the source's preprocessing.
   const std::string ckpt = dir + "/converted.safetensors";
-  const CliRun conv = run_cli(dir, {"convert", weights, "--model", "vit", "--model-config", kModel.dump(), "--format",
+  const test::CliRun conv = run_cli(dir, {"convert", weights, "--model", "vit", "--model-config", kModel.dump(), "--format",
                                     "torchvision", "--out", ckpt});
   ASSERT_EQ(conv.code, 0) << conv.err;
   check(run_cli(dir, {"eval", ckpt, "--data", dir + "/data", "--json"}), "converted checkpoint");
   // The text form.
-  const CliRun text = run_cli(dir, {"eval", ckpt, "--data", dir + "/data/val"});
+  const test::CliRun text = run_cli(dir, {"eval", ckpt, "--data", dir + "/data/val"});
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_NE(text.out.find("top-1 "), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("labels: "), std::string::npos) << text.out;
@@ -132,7 +107,7 @@ TEST(EvalCli, ForeignWeightsOnAnImagenetStyleFolder) {
                                (logits.begin() + k * 1000));
     ASSERT_EQ(int64_t(best), labels[k]);
     const std::string img = dir + "/data/val/" + data::imagenet_wnids()[best] + "/3" + (jpeg[k] ? ".jpg" : ".png");
-    const CliRun e = run_cli(dir, {"explain", "--weights", weights, "--model", "vit", "--model-config", kModel.dump(),
+    const test::CliRun e = run_cli(dir, {"explain", "--weights", weights, "--model", "vit", "--model-config", kModel.dump(),
                                    "--format", "torchvision", img, "--out", dir + "/map.png", "--json"});
     ASSERT_EQ(e.code, 0) << e.err;
     const json j = json::parse(e.out);
@@ -140,13 +115,13 @@ TEST(EvalCli, ForeignWeightsOnAnImagenetStyleFolder) {
     EXPECT_EQ(j["name"], data::imagenet_class_names()[best]);
     EXPECT_EQ(j["grid"].get<int64_t>(), 4);   // 32 / 8
     EXPECT_TRUE(fs::file_size(dir + "/map.png") > 0);
-    const CliRun bad = run_cli(dir, {"explain", "--weights", weights, "--model", "vit", ckpt, img});
+    const test::CliRun bad = run_cli(dir, {"explain", "--weights", weights, "--model", "vit", ckpt, img});
     EXPECT_EQ(bad.code, 1);
     EXPECT_NE(bad.err.find("explain: expected one IMAGE with --weights, got 2 arguments"), std::string::npos)
         << bad.err;
   }
 
-  CliRun r = run_cli(dir, {"eval", ckpt});
+  test::CliRun r = run_cli(dir, {"eval", ckpt});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("is an ImageNet-style classifier (vit, torchvision preprocessing): expected --data DIR"),
             std::string::npos)
@@ -167,12 +142,12 @@ TEST(EvalCli, ForeignWeightsOnAnImagenetStyleFolder) {
 // the JSON sums to the images scored, its diagonal is the accuracy, and the SVG names the classes.
 TEST(EvalCli, ConfusionMatrixOfAnAttnCheckpoint) {
   const std::string dir = test::fresh_tmp_dir("attn_eval_folder_test", "confusion");
-  const CliRun t = run_cli(dir, {"train", "--model", "vit", "--model-config",
+  const test::CliRun t = run_cli(dir, {"train", "--model", "vit", "--model-config",
                                  R"({"dim":32,"depth":1,"heads":2,"patch_size":7})", "--epochs", "1", "--batch", "64",
                                  "--limit-train", "640", "--limit-eval", "100", "--threads", "1", "--out", dir + "/run"});
   ASSERT_EQ(t.code, 0) << t.err;
   const std::string ckpt = dir + "/run/checkpoint.safetensors";
-  const CliRun r = run_cli(dir, {"eval", ckpt, "--limit", "300", "--confusion", dir + "/cm.svg", "--json"});
+  const test::CliRun r = run_cli(dir, {"eval", ckpt, "--limit", "300", "--confusion", dir + "/cm.svg", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const json j = json::parse(r.out);
   ASSERT_EQ(j["confusion"].size(), 10u);
@@ -190,7 +165,7 @@ TEST(EvalCli, ConfusionMatrixOfAnAttnCheckpoint) {
   std::ifstream in(dir + "/cm.svg");
   const std::string svg((std::istreambuf_iterator<char>(in)), {});
   EXPECT_NE(svg.find(">Ankle boot</text>"), std::string::npos);
-  const CliRun bad = run_cli(dir, {"eval", "--weights", ckpt, "--model", "vit", "--data", dir, "--confusion", "x.svg"});
+  const test::CliRun bad = run_cli(dir, {"eval", "--weights", ckpt, "--model", "vit", "--data", dir, "--confusion", "x.svg"});
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.err.find("eval: --confusion is for attn's own image classifiers, not foreign weights"),
             std::string::npos)

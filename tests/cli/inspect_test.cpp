@@ -4,8 +4,6 @@
 // foreign weights, given image files; and its errors.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +18,7 @@
 #include "attn/models/vit.h"
 #include "attn/train/classifier.h"
 #include "attn/train/inspect.h"
+#include "cli_run.h"
 #include "train_checks.h"
 
 #ifndef ATTN_CLI_PATH
@@ -32,44 +31,20 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-struct CliRun {
-  int code = -1;
-  std::string out, err;
-};
-
-CliRun run_cli(const std::string& dir, const std::vector<std::string>& args) {
-  std::string cmd = quote(ATTN_CLI_PATH);
-  for (const auto& a : args) cmd += " " + quote(a);
-  cmd += " 2>" + quote(dir + "/stderr.txt");
-  CliRun r;
-  FILE* f = ::popen(cmd.c_str(), "r");
-  if (!f) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) r.out.append(buf, n);
-  const int status = ::pclose(f);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream e(dir + "/stderr.txt");
-  r.err.assign(std::istreambuf_iterator<char>(e), {});
-  return r;
+test::CliRun run_cli(const std::string& dir, const std::vector<std::string>& args) {
+  return test::run_cli(ATTN_CLI_PATH, dir + "/stderr.txt", args);
 }
 
 }  // namespace
 
 TEST(InspectCli, FashionMnistCheckpoint) {
   const std::string dir = test::fresh_tmp_dir("attn_inspect_cli_test", "fmnist");
-  const CliRun t = run_cli(dir, {"train", "--model", "vit", "--model-config",
+  const test::CliRun t = run_cli(dir, {"train", "--model", "vit", "--model-config",
                                  R"({"dim":32,"depth":2,"heads":2,"patch_size":7})", "--epochs", "1", "--batch", "64",
                                  "--limit-train", "640", "--limit-eval", "100", "--threads", "1", "--out", dir + "/run"});
   ASSERT_EQ(t.code, 0) << t.err;
   const std::string ckpt = dir + "/run/checkpoint.safetensors";
-  const CliRun r = run_cli(dir, {"inspect", ckpt, "--count", "20", "--batch", "8", "--out", dir + "/fig", "--json"});
+  const test::CliRun r = run_cli(dir, {"inspect", ckpt, "--count", "20", "--batch", "8", "--out", dir + "/fig", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const json j = json::parse(r.out);
   EXPECT_EQ(j["grid"].get<int64_t>(), 4);
@@ -100,12 +75,12 @@ TEST(InspectCli, FashionMnistCheckpoint) {
   for (size_t i = 0; i < sim.size(); ++i) EXPECT_NEAR(sim[i], want[i], 1e-12);
 
   // Given image files instead (written from the test set; PNG, resized as predict resizes).
-  const CliRun text = run_cli(dir, {"inspect", ckpt, dir + "/run/../fig/pos_embed_similarity.png", "--out", dir + "/fig2"});
+  const test::CliRun text = run_cli(dir, {"inspect", ckpt, dir + "/run/../fig/pos_embed_similarity.png", "--out", dir + "/fig2"});
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_NE(text.out.find("mean attention distance in pixels (1 images"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("layer  2:"), std::string::npos) << text.out;
 
-  CliRun bad = run_cli(dir, {"inspect"});
+  test::CliRun bad = run_cli(dir, {"inspect"});
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.err.find("inspect: expected CKPT [IMAGE...]"), std::string::npos) << bad.err;
   bad = run_cli(dir, {"inspect", ckpt, "--model", "vit"});

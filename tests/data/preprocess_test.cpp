@@ -17,6 +17,7 @@
 #include "attn/data/image.h"
 #include "attn/data/preprocess.h"
 #include "attn/ops/matmul.h"
+#include "cli_run.h"
 #include "torch_ref.h"
 
 using namespace attn;
@@ -226,33 +227,8 @@ std::string cli_path() {
   return "";
 }
 
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-struct CliRun {
-  int code = -1;
-  std::string out, err;
-};
-
-CliRun run_cli(const std::vector<std::string>& args) {
-  std::string cmd = quote(cli_path());
-  for (const auto& a : args) cmd += " " + quote(a);
-  const std::string err_path = temp_dir() + "/stderr.txt";
-  cmd += " 2>" + quote(err_path);
-  CliRun r;
-  FILE* f = ::popen(cmd.c_str(), "r");
-  if (!f) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) r.out.append(buf, n);
-  const int status = ::pclose(f);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream e(err_path);
-  r.err.assign(std::istreambuf_iterator<char>(e), {});
-  return r;
+test::CliRun run_cli(const std::vector<std::string>& args) {
+  return test::run_cli(cli_path(), temp_dir() + "/stderr.txt", args);
 }
 
 #define REQUIRE_CLI()                                                                  \
@@ -302,7 +278,7 @@ TEST(PredictCli, ForeignWeightsInEachLayoutMatchTorch) {
     write_bytes(weights, ref.at("file").data<uint8_t>(), size_t(ref.at("file").numel()));
     if (l.name == "hf") write_bytes(dir + "/config.json", ref.at("config").data<uint8_t>(), size_t(ref.at("config").numel()));
 
-    const CliRun r = run_cli({"predict", "--weights", weights, "--model", l.model, "--model-config", l.overrides.dump(),
+    const test::CliRun r = run_cli({"predict", "--weights", weights, "--model", l.model, "--model-config", l.overrides.dump(),
                            "--topk", "10", "--batch", "2", "--json", "--threads", "1", a, bad, b});
     EXPECT_EQ(r.code, 1) << r.err;   // one image could not be read
     EXPECT_NE(r.err.find("1 of 3 images could not be read"), std::string::npos) << r.err;
@@ -329,7 +305,7 @@ TEST(PredictCli, ForeignWeightsInEachLayoutMatchTorch) {
     }
   }
   // The plain text form: the error line names the file, the other images are still printed.
-  const CliRun r = run_cli({"predict", "--weights", temp_dir() + "/timm/model.safetensors", "--model",
+  const test::CliRun r = run_cli({"predict", "--weights", temp_dir() + "/timm/model.safetensors", "--model",
                          "deit_tiny_distilled_patch16_224", "--model-config", kDeitModel.dump(), "--topk", "2", a,
                          bad, b});
   EXPECT_EQ(r.code, 1);
@@ -347,7 +323,7 @@ TEST(PredictCli, ThousandClassModelsPrintImagenetNames) {
   auto ref = torch_ref("pretrained.torchvision_vit", {{"x", data::preprocess_file(a, pre).unsqueeze(0)}}, args);
   const std::string weights = temp_dir() + "/tv1000/model.safetensors";
   write_bytes(weights, ref.at("file").data<uint8_t>(), size_t(ref.at("file").numel()));
-  const CliRun r = run_cli({"predict", "--weights", weights, "--model", "vit", "--model-config", model.dump(),
+  const test::CliRun r = run_cli({"predict", "--weights", weights, "--model", "vit", "--model-config", model.dump(),
                             "--format", "torchvision", "--topk", "3", "--json", a});
   ASSERT_EQ(r.code, 0) << r.err;
   const json j = json::parse(r.out);
@@ -362,7 +338,7 @@ TEST(PredictCli, ThousandClassModelsPrintImagenetNames) {
 TEST(PredictCli, FlagErrors) {
   REQUIRE_CLI();
   const std::string a = png_file("a.png", pixels(40, 52, 3, 1)).first;
-  CliRun r = run_cli({"predict", "--weights", a, a});
+  test::CliRun r = run_cli({"predict", "--weights", a, a});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("predict: --weights needs --model NAME"), std::string::npos) << r.err;
   r = run_cli({"predict", "--weights", a, "--model", "vit_tiny_patch16_224", "--dtype", "f16", a});
@@ -372,7 +348,7 @@ TEST(PredictCli, FlagErrors) {
 
 TEST(BenchCli, TinyModelTwoIterations) {
   REQUIRE_CLI();
-  const CliRun r = run_cli({"bench", "--model", "vit_fmnist", "--batch", "2", "--iters", "2", "--warmup", "1",
+  const test::CliRun r = run_cli({"bench", "--model", "vit_fmnist", "--batch", "2", "--iters", "2", "--warmup", "1",
                          "--threads", "1", "--json", "--gemm-seconds", "0.05", "--gemm-size", "256"});
   ASSERT_EQ(r.code, 0) << r.err;
   json j;
@@ -393,13 +369,13 @@ TEST(BenchCli, TinyModelTwoIterations) {
   EXPECT_GT(j["peak_rss_load_mb"].get<double>(), 0);
   EXPECT_GE(j["peak_rss_steady_mb"].get<double>(), j["peak_rss_load_mb"].get<double>());
 
-  const CliRun t = run_cli({"bench", "--model", "vit_fmnist", "--iters", "2", "--warmup", "0", "--threads", "1",
+  const test::CliRun t = run_cli({"bench", "--model", "vit_fmnist", "--iters", "2", "--warmup", "0", "--threads", "1",
                          "--gemm-seconds", "0"});
   ASSERT_EQ(t.code, 0) << t.err;
   EXPECT_NE(t.out.find("latency     median "), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("memory      peak RSS after load "), std::string::npos) << t.out;
   // bf16: every Linear weight in bf16 (the emulated GEMM where the CPU has no native one).
-  const CliRun bf = run_cli({"bench", "--model", "vit_fmnist", "--dtype", "bf16", "--iters", "1", "--warmup", "0",
+  const test::CliRun bf = run_cli({"bench", "--model", "vit_fmnist", "--dtype", "bf16", "--iters", "1", "--warmup", "0",
                           "--threads", "1", "--gemm-seconds", "0", "--json"});
   ASSERT_EQ(bf.code, 0) << bf.err;
   json jb;
@@ -409,7 +385,7 @@ TEST(BenchCli, TinyModelTwoIterations) {
   // vit_fmnist: 2,656,128 of its 2,684,554 parameters are Linear weights, so the weights shrink by
   // 2 bytes each of those.
   EXPECT_NEAR(j["weights_mb"].get<double>() - jb["weights_mb"].get<double>(), 2.0 * 2656128 / 1e6, 1e-6);
-  const CliRun bad = run_cli({"bench", "--model", "vit_fmnist", "--dtype", "f16"});
+  const test::CliRun bad = run_cli({"bench", "--model", "vit_fmnist", "--dtype", "f16"});
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.err.find("bench: expected --dtype f32 or bf16, got 'f16'"), std::string::npos) << bad.err;
 }
