@@ -7,6 +7,7 @@ F.scaled_dot_product_attention), B=1, NH=12, HS=64, fp32.
   --mode mem:  one forward at --T in a fresh process; prints {"peak_extra_bytes": ...}, the growth of
                the process's max RSS (getrusage) over the forward, inputs already allocated.
 """
+import peer_env  # noqa: F401  (before torch: OpenBLAS's kernels for this CPU, see peer_env.py)
 import argparse
 import json
 import math

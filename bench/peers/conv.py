@@ -1,4 +1,5 @@
 """PyTorch peer of bench/conv_bench.cpp: the same small ResNet training step and per-op timings."""
+import peer_env  # noqa: F401  (before torch: OpenBLAS's kernels for this CPU, see peer_env.py)
 import argparse
 import json
 import math

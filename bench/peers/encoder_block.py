@@ -6,6 +6,7 @@ JSON object on its last line: {"fwd_median": ms, "fwd_min": ms, "step_median": .
 
     OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 bench/peers/encoder_block.py --threads 2 --reps 20
 """
+import peer_env  # noqa: F401  (before torch: OpenBLAS's kernels for this CPU, see peer_env.py)
 import argparse
 import json
 import time

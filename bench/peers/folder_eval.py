@@ -13,6 +13,7 @@ DataLoader, the model in eval mode under torch.no_grad().
         top1, top5, loss. Folder classes map to ImageNet-1k indices by WordNet ID (the list attn ships,
         read from src/data/imagenet_wnids.cpp), as attn eval maps them.
 """
+import peer_env  # noqa: F401  (before torch: OpenBLAS's kernels for this CPU, see peer_env.py)
 import argparse
 import json
 import os

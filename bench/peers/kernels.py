@@ -5,6 +5,7 @@ line. Backward rows time torch.autograd.grad on a retained graph. --cpu-time: pr
 
     OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 bench/peers/kernels.py --threads 2 --reps 30
 """
+import peer_env  # noqa: F401  (before torch: OpenBLAS's kernels for this CPU, see peer_env.py)
 import argparse
 import json
 import time

@@ -1,4 +1,5 @@
 """PyTorch peer of bench/linear_bench.cpp: F.linear at (M x K).(K x N)+bias, fp32 (default 197, 768, 3072)."""
+import peer_env  # noqa: F401  (before torch: OpenBLAS's kernels for this CPU, see peer_env.py)
 import argparse
 import json
 import time

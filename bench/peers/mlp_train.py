@@ -1,4 +1,5 @@
 """PyTorch peer of bench/mlp_train_bench.cpp: 784-512-512-10 MLP training step, batch 128, AdamW."""
+import peer_env  # noqa: F401  (before torch: OpenBLAS's kernels for this CPU, see peer_env.py)
 import argparse
 import json
 import time

@@ -10,6 +10,7 @@ eval, no_grad.
 Prints {"cached_tok_s": ..., "uncached_tok_s": ...} on its last line (generated tokens per second,
 median of --reps runs of --steps steps on a batch of --batch sources of length --src-len).
 """
+import peer_env  # noqa: F401  (before torch: OpenBLAS's kernels for this CPU, see peer_env.py)
 import argparse
 import json
 import math

@@ -22,6 +22,7 @@ Decoding: greedy, batched (64 sentences sorted by source length, as attn's Trans
 the decoder re-runs on the whole prefix each step (torch 1.13's nn.Transformer has no incremental API); the
 memory is encoded once per batch and only the last position is projected to the vocabulary. Rows stop at eos; max tokens per row min(max_length - 1, 2 S + 10), as attn.
 """
+import peer_env  # noqa: F401  (before torch: OpenBLAS's kernels for this CPU, see peer_env.py)
 import argparse
 import json
 import math

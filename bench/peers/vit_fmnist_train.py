@@ -8,6 +8,7 @@ defines them); --train-indices FILE trains on the listed images of the training 
 
   OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 bench/peers/vit_fmnist_train.py --epochs 5 --threads 2 --augment
 """
+import peer_env  # noqa: F401  (before torch: OpenBLAS's kernels for this CPU, see peer_env.py)
 import argparse
 import gzip
 import json

@@ -9,6 +9,7 @@ distillation token adds one token and one head, which this peer includes).
 Prints one JSON line: latency median / p90 (ms), images/s. Run it with OMP_WAIT_POLICY=PASSIVE and
 without and keep the better figure (docs/design.md, "Peers in the benchmarks").
 """
+import peer_env  # noqa: F401  (before torch: OpenBLAS's kernels for this CPU, see peer_env.py)
 import argparse
 import json
 import statistics

@@ -1,5 +1,6 @@
 """PyTorch peer of bench/vit_train_bench.cpp: the vit_fmnist training step (batch 128, AdamW, label
 smoothing 0.1, drop-path 0.1 linear in depth) and inference at batch 256, timm's architecture."""
+import peer_env  # noqa: F401  (before torch: OpenBLAS's kernels for this CPU, see peer_env.py)
 import argparse
 import json
 import time
