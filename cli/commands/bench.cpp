@@ -92,7 +92,7 @@ void add_bench(CLI::App& app) {
     std::string model, weights, format = "auto", dtype = "f32";
     int64_t batch = 1, iters = 20, warmup = 3, gemm_size = 2048;
     double gemm_seconds = 1.0;
-    bool json = false;
+    bool json = false, no_pack = false;
     int threads = 0;
   };
   auto o = std::make_shared<Opts>();
@@ -107,6 +107,7 @@ void add_bench(CLI::App& app) {
   c->add_option("--gemm-seconds", o->gemm_seconds, "how long to time the GEMM ceiling")->capture_default_str();
   c->add_option("--gemm-size", o->gemm_size, "the ceiling's square matmul size")->capture_default_str();
   c->add_flag("--json", o->json, "print one JSON object");
+  c->add_flag("--no-pack", o->no_pack, "keep the Linear weights in their plain layout (no nn::pack_linear_weights)");
   c->add_option("--threads", o->threads, "threads (default: ATTN_NUM_THREADS or all cores)");
   c->callback([o] {
     apply_threads(o->threads);
@@ -137,6 +138,8 @@ void add_bench(CLI::App& app) {
     model->eval();
     if (o->dtype == "bf16")
       nn::convert_linear_weights_to_bf16(*model);   // random weights; a no-op for loaded ones (bf16 already)
+    // Weights packed once into the GEMM's layout, as predict / eval do (nn::pack_linear_weights).
+    const int64_t packed = o->no_pack ? 0 : nn::pack_linear_weights(*model);
     // Hand freed memory back: the f32 weights a bf16 model replaced, and the temporaries of random
     // initialisation (freed blocks are cached for reuse, and the heap keeps large frees otherwise).
     release_cached_memory();
@@ -181,6 +184,7 @@ void add_bench(CLI::App& app) {
                           {"weights", weights_desc},
                           {"dtype", o->dtype},
                           {"gemm_path", gemm_path},
+                          {"packed_linear_weights", packed},
                           {"batch", o->batch},
                           {"threads", get_num_threads()},
                           {"iters", o->iters},
@@ -201,9 +205,10 @@ void add_bench(CLI::App& app) {
                           {"tensor_bytes_pass_peak_mb", double(act_peak) / 1e6}};
       std::printf("%s\n", j.dump().c_str());
     } else {
-      std::printf("%s  batch %lld  threads %d  %s  %s weights (%.1f MB), loaded in %.2f s\n", o->model.c_str(),
-                  (long long)o->batch, get_num_threads(), o->dtype == "bf16" ? ("bf16, GEMM " + gemm_path).c_str() : "f32",
-                  weights_desc.c_str(), double(params_bytes) / 1e6, load_s);
+      std::printf("%s  batch %lld  threads %d  %s  %s weights (%.1f MB; %lld Linear weights packed), loaded in %.2f s\n",
+                  o->model.c_str(), (long long)o->batch, get_num_threads(),
+                  o->dtype == "bf16" ? ("bf16, GEMM " + gemm_path).c_str() : "f32", weights_desc.c_str(),
+                  double(params_bytes) / 1e6, (long long)packed, load_s);
       std::printf("latency     median %.2f ms  p90 %.2f ms  (min %.2f, max %.2f; %lld timed after %lld warm-up)\n",
                   median * 1e3, p90 * 1e3, times.front() * 1e3, times.back() * 1e3, (long long)o->iters,
                   (long long)o->warmup);

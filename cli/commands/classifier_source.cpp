@@ -1,5 +1,7 @@
 #include "classifier_source.h"
 
+#include "attn/nn/linear.h"
+
 #include <fstream>
 #include <sstream>
 
@@ -118,6 +120,7 @@ Classifier classifier_from_checkpoint(const std::string& ckpt, DType linear_dtyp
   }
   if (names.empty() && in.num_classes == 1000) names = data::imagenet_class_names();
   p.class_names = names;
+  nn::pack_linear_weights(*p.model);   // inference only from here on: no forward pass re-packs a weight
   return p;
 }
 
@@ -159,6 +162,7 @@ Classifier classifier_from_foreign(const ForeignFlags& flags, DType linear_dtype
   if (opt.hf_config.is_object() && opt.hf_config.contains("id2label"))
     p.class_names = names_from_id2label(opt.hf_config["id2label"], c.num_classes);
   if (p.class_names.empty() && c.num_classes == 1000) p.class_names = data::imagenet_class_names();
+  nn::pack_linear_weights(*p.model);   // inference only from here on: no forward pass re-packs a weight
   return p;
 }
 

@@ -78,7 +78,15 @@ namespace {
 
 // What Storage allocates for n bytes: a whole number of 64-byte lines, at least one.
 size_t storage_bytes(size_t n) { return n == 0 ? 64 : (n + 63) / 64 * 64; }
+
 }  // namespace
+
+void check_not_gemm_packed(const Tensor& t) {
+  if (t.impl().storage && t.impl().storage->gemm_packed)
+    fail("Tensor: this ", dtype_name(t.dtype()), " tensor of shape ", t.shape(),
+         " holds a weight packed for the GEMM (nn::pack_linear_weights), which only linear() can read; "
+         "unpack it first (nn::unpack_linear_weights)");
+}
 
 Storage::Storage(size_t n) : nbytes(n) {
   data = detail::storage_alloc(storage_bytes(n));
@@ -190,6 +198,7 @@ template <class T>
 T* Tensor::data() const {
   ATTN_CHECK(dtype() == dtype_of<T>::value, "Tensor::data: tensor is ", dtype_name(dtype()),
              ", accessed as ", dtype_name(dtype_of<T>::value));
+  check_not_gemm_packed(*this);
   return static_cast<T*>(impl().storage->data) + impl().offset;
 }
 template float* Tensor::data<float>() const;
@@ -200,6 +209,7 @@ template int64_t* Tensor::data<int64_t>() const;
 template uint8_t* Tensor::data<uint8_t>() const;
 
 void* Tensor::raw_data() const {
+  check_not_gemm_packed(*this);
   return static_cast<char*>(impl().storage->data) + impl().offset * int64_t(element_size());
 }
 
@@ -273,11 +283,13 @@ double Tensor::at(const std::vector<int64_t>& index) const {
                " out of range for dim ", i, " of size ", shape()[i]);
     off += index[i] * strides()[i];
   }
+  check_not_gemm_packed(*this);
   return load_as_double(impl().storage->data, dtype(), off);
 }
 
 double Tensor::item() const {
   ATTN_CHECK(numel() == 1, "item: expected a tensor with one element, got shape ", shape());
+  check_not_gemm_packed(*this);
   return load_as_double(impl().storage->data, dtype(), offset());
 }
 
@@ -296,6 +308,7 @@ template std::vector<uint8_t> Tensor::to_vector() const;
 Tensor& Tensor::fill_(double value) {
   const int64_t n = numel();
   if (n == 0) return *this;
+  check_not_gemm_packed(*this);
   DType dt = dtype();
   Shape st = strides();
   detail::for_each_offset(shape(), st, offset(), [&](int64_t off) {

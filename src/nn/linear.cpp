@@ -6,6 +6,7 @@
 #include "attn/core/memory.h"
 #include "attn/nn/init.h"
 #include "attn/ops/matmul.h"
+#include "../backend/cpu/gemm.h"
 
 namespace attn::nn {
 
@@ -71,6 +72,36 @@ int64_t convert_linear_weights_to_bf16(Module& m) {
 
 int64_t make_linear_weights_bf16(Module& m) {
   return linear_weights_to_bf16(m, "make_linear_weights_bf16", /*keep_values=*/false);
+}
+
+namespace {
+std::vector<Linear*> linears_of(Module& m) {
+  std::vector<Linear*> out;
+  if (auto* l = dynamic_cast<Linear*>(&m)) out.push_back(l);
+  for (auto& [name, mod] : m.named_modules())
+    if (auto* l = dynamic_cast<Linear*>(mod.get())) out.push_back(l);
+  return out;
+}
+}  // namespace
+
+int64_t pack_linear_weights(Module& m) {
+  int64_t packed = 0;
+  for (Linear* l : linears_of(m)) {
+    Tensor& w = l->weight;
+    if (w.is_gemm_packed()) { ++packed; continue; }
+    // Only a weight that nothing else views or shares (tied weights, slices held elsewhere): the
+    // packed bytes are unreadable to every other op.
+    if (w.impl_ptr().use_count() != 1 || w.impl().storage.use_count() != 1) continue;
+    if (kernels::gemm_pack_weight(w)) ++packed;
+  }
+  return packed;
+}
+
+int64_t unpack_linear_weights(Module& m) {
+  int64_t n = 0;
+  for (Linear* l : linears_of(m))
+    if (l->weight.is_gemm_packed()) kernels::gemm_unpack_weight(l->weight), ++n;
+  return n;
 }
 
 }  // namespace attn::nn

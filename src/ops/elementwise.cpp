@@ -79,6 +79,8 @@ Tensor binary_forward(Bin k, const Tensor& a, const Tensor& b) {
     // The strided walk merges the dims both operands walk alike (contiguous operands of one shape:
     // a single row, cut into segments across threads).
     Tensor ea = a.detach().expand(s), eb = b.detach().expand(s);
+    check_not_gemm_packed(a);
+    check_not_gemm_packed(b);
     const T* pa = static_cast<const T*>(a.impl().storage->data);
     const T* pb = static_cast<const T*>(b.impl().storage->data);
     Shape so = out.strides();
@@ -283,6 +285,8 @@ void add_(Tensor& a, const Tensor& b, double alpha) {
              dtype_name(b.dtype()), ")");
   Tensor eb = b.detach().expand(a.shape());
   ATTN_DISPATCH_FLOAT(a.dtype(), "add_", [&] {
+    check_not_gemm_packed(a);
+    check_not_gemm_packed(eb);
     T* pa = static_cast<T*>(a.impl().storage->data);
     const T* pb = static_cast<const T*>(eb.impl().storage->data);
     const T al = T(alpha);
@@ -304,6 +308,7 @@ void add_(Tensor& a, const Tensor& b, double alpha) {
 }
 
 void mul_(Tensor& a, double s) {
+  check_not_gemm_packed(a);
   ATTN_DISPATCH_FLOAT(a.dtype(), "mul_", [&] {
     T* pa = static_cast<T*>(a.impl().storage->data);
     const T f = T(s);

@@ -211,6 +211,8 @@ Tensor where_kernel(const Tensor& cond, const Tensor& a, const Tensor& b, const 
       return;
     }
     Tensor ec = cond.detach().expand(s), ea = a.detach().expand(s), eb = b.detach().expand(s);
+    check_not_gemm_packed(a);
+    check_not_gemm_packed(b);
     const uint8_t* pc = static_cast<const uint8_t*>(cond.impl().storage->data);
     const T* pa = static_cast<const T*>(a.impl().storage->data);
     const T* pb = static_cast<const T*>(b.impl().storage->data);

@@ -188,6 +188,29 @@ Tensor linear_bf16_weight(const Tensor& x, const Tensor& w, const Tensor& bias) 
   }
   return out;
 }
+// A weight packed by nn::pack_linear_weights (inference only): the GEMM reads it in oneDNN's layout.
+Tensor linear_packed_weight(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  const int64_t N = w.shape()[0], K = w.shape()[1];
+  std::vector<Tensor> ins{x, w};
+  if (bias.defined()) ins.push_back(bias);
+  ATTN_CHECK(!autograd::needs_grad(ins), "linear: the weight ", w.shape(), " is packed for inference "
+             "(nn::pack_linear_weights), and no gradient flows through it; run under NoGradGuard, or unpack it "
+             "(nn::unpack_linear_weights) to train");
+  ATTN_CHECK(x.dtype() == DType::f32, "linear: a packed ", dtype_name(w.dtype()), " weight takes f32 input, got ",
+             dtype_name(x.dtype()));
+  ATTN_CHECK(w.dtype() == DType::f32 || bf16_gemm_mode() == Bf16Gemm::native, "linear: the bf16 weight ", w.shape(),
+             " is packed for oneDNN's bf16 matmul, which the emulated bf16 GEMM cannot read; unpack it "
+             "(nn::unpack_linear_weights) first");
+  Tensor x2 = x.reshape({-1, K});
+  if (x2.stride(1) != 1) x2 = x2.contiguous();
+  Shape os = x.shape();
+  os.back() = N;
+  Tensor out = Tensor::empty(os, DType::f32);
+  Tensor c2 = out.view({x2.shape()[0], N});
+  Tensor b = bias.defined() ? bias.to(DType::f32).contiguous() : Tensor();
+  kernels::gemm_onednn_packed(w.dtype() == DType::bf16 ? x2.to(DType::bf16) : x2, w, b, c2);
+  return out;
+}
 }  // namespace
 
 bool bf16_gemm_native_available() { return kernels::gemm_onednn_bf16_native(); }
@@ -210,6 +233,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   if (bias.defined())
     ATTN_CHECK(bias.dim() == 1 && bias.shape()[0] == N, "linear: expected bias of shape [", N,
                "], got ", bias.shape());
+  if (w.is_gemm_packed()) return linear_packed_weight(x, w, bias);
   if (w.dtype() == DType::bf16 && x.dtype() == DType::f32) return linear_bf16_weight(x, w, bias);
   ATTN_CHECK(x.dtype() == w.dtype(), "linear: input is ", dtype_name(x.dtype()), ", weight is ",
              dtype_name(w.dtype()));

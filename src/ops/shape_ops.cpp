@@ -344,6 +344,8 @@ D convert(S v) {
 
 template <class S>
 void copy_from(Tensor& dst, const Tensor& src) {
+  check_not_gemm_packed(src);
+  check_not_gemm_packed(dst);
   auto go = [&](auto* dp) {
     using D = std::remove_pointer_t<decltype(dp)>;
     const S* sp = static_cast<const S*>(src.impl().storage->data);

@@ -30,6 +30,9 @@ Shape contiguous_strides(const Shape& s);
 struct Storage {
   void* data = nullptr;
   size_t nbytes = 0;
+  // Set while `data` holds a weight in the GEMM's own packed layout (nn::pack_linear_weights): opaque
+  // to everything but attn::linear, so Tensor::data() / raw_data() refuse such a tensor.
+  std::shared_ptr<const void> gemm_packed;
   explicit Storage(size_t nbytes);
   ~Storage();
   Storage(const Storage&) = delete;
@@ -86,6 +89,8 @@ class Tensor {
   // Typed pointer to element 0 of this view; throws if T does not match dtype().
   template <class T> T* data() const;
   void* raw_data() const;
+  // True while the storage holds a GEMM-packed weight (see Storage::gemm_packed).
+  bool is_gemm_packed() const { return impl().storage && impl().storage->gemm_packed != nullptr; }
 
   // ---- autograd ----
   bool requires_grad() const { return impl().requires_grad; }
@@ -135,6 +140,10 @@ class Tensor {
 };
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+// Throws if t's storage holds a GEMM-packed weight (Storage::gemm_packed): for kernels that read
+// storage->data directly rather than through Tensor::data().
+void check_not_gemm_packed(const Tensor& t);
 
 // Makes a tensor that views `base`'s storage with the given geometry (no autograd).
 Tensor make_view(const Tensor& base, const Shape& shape, const Shape& strides, int64_t offset);
