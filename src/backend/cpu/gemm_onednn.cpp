@@ -52,15 +52,6 @@ struct PackedWeight {
 // batches of them; the layout is the brgemm kernel's and does not depend on M in practice).
 constexpr int64_t kPackRows = 256;
 
-void reorder_bytes(const dnnl::memory::desc& from, const dnnl::memory::desc& to, void* data, size_t bytes) {
-  Storage tmp(bytes);
-  dnnl::stream s(cpu_engine());
-  dnnl::memory src(from, cpu_engine(), data), dst(to, cpu_engine(), tmp.data);
-  dnnl::reorder(src, dst).execute(s, src, dst);
-  s.wait();
-  std::memcpy(data, tmp.data, bytes);
-}
-
 constexpr size_t kMaxCachedPrimitives = 2048;
 std::mutex g_mu;
 std::unordered_map<std::string, std::shared_ptr<Prim>> g_cache;
@@ -70,6 +61,53 @@ void fix_batch_stride(Geo& g) {
   if (g.dims[0] == 1) g.strides[0] = g.dims[1] * g.dims[2];
 }
 
+// dst (layout `to`) = src (layout `from`), the same tensor's bytes in another layout.
+void reorder_into(const dnnl::memory::desc& from, void* src, const dnnl::memory::desc& to, void* dst) {
+  dnnl::stream s(cpu_engine());
+  dnnl::memory ms(from, cpu_engine(), src), md(to, cpu_engine(), dst);
+  dnnl::reorder(ms, md).execute(s, ms, md);
+  s.wait();
+}
+
+void reorder_bytes(const dnnl::memory::desc& from, const dnnl::memory::desc& to, void* data, size_t bytes) {
+  Storage tmp(bytes);
+  reorder_into(from, data, to, tmp.data);
+  std::memcpy(data, tmp.data, bytes);
+}
+
+// The cached primitive for `key`; `make` fills a new one on a miss.
+template <class Make>
+std::shared_ptr<Prim> cached_prim(const std::string& key, Make make) {
+  {
+    std::lock_guard<std::mutex> lk(g_mu);
+    auto it = g_cache.find(key);
+    if (it != g_cache.end()) return it->second;
+  }
+  auto p = std::make_shared<Prim>();
+  make(*p);
+  std::lock_guard<std::mutex> lk(g_mu);
+  // Bounded: translation batches change shape every step, and an unbounded map would keep every
+  // primitive of a long run. Dropping all of them is rare and cheap (callers hold their own ref).
+  if (g_cache.size() >= kMaxCachedPrimitives) g_cache.clear();
+  g_cache.emplace(key, p);
+  return p;
+}
+
+// The primitive descriptor of C = A · B (+ bias) over p's descriptors.
+dnnl::matmul::primitive_desc matmul_pd(const Prim& p, bool with_bias) {
+  dnnl::matmul::desc d = with_bias ? dnnl::matmul::desc(p.a, p.b, p.bias, p.c) : dnnl::matmul::desc(p.a, p.b, p.c);
+  return dnnl::matmul::primitive_desc(d, cpu_engine());
+}
+
+void run_prim(const Prim& p, void* a, void* b, const Tensor& bias, void* c) {
+  dnnl::stream s(cpu_engine());
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, dnnl::memory(p.a, cpu_engine(), a)},
+                                             {DNNL_ARG_WEIGHTS, dnnl::memory(p.b, cpu_engine(), b)},
+                                             {DNNL_ARG_DST, dnnl::memory(p.c, cpu_engine(), c)}};
+  if (bias.defined()) args.emplace(DNNL_ARG_BIAS, dnnl::memory(p.bias, cpu_engine(), bias.raw_data()));
+  p.prim.execute(s, args);
+  s.wait();
+}
 }  // namespace
 
 bool gemm_onednn_supports(DType dt) { return dt == DType::f32 || dt == DType::bf16; }
@@ -98,37 +136,15 @@ void gemm_onednn(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c
       << '|' << get_num_threads();
   for (auto* g : {&ga, &gb, &gc})
     for (int i = 0; i < 3; ++i) key << ',' << g->dims[i] << ':' << g->strides[i];
-  std::shared_ptr<Prim> p;
-  {
-    std::lock_guard<std::mutex> lk(g_mu);
-    auto it = g_cache.find(key.str());
-    if (it != g_cache.end()) p = it->second;
-  }
-  if (!p) {
-    p = std::make_shared<Prim>();
-    p->a = dnnl::memory::desc(ga.dims, dt_of(a.dtype()), ga.strides);
-    p->b = dnnl::memory::desc(gb.dims, dt_of(b.dtype()), gb.strides);
-    p->c = dnnl::memory::desc(gc.dims, dt_of(c.dtype()), gc.strides);
+  const std::shared_ptr<Prim> p = cached_prim(key.str(), [&](Prim& q) {
+    q.a = dnnl::memory::desc(ga.dims, dt_of(a.dtype()), ga.strides);
+    q.b = dnnl::memory::desc(gb.dims, dt_of(b.dtype()), gb.strides);
+    q.c = dnnl::memory::desc(gc.dims, dt_of(c.dtype()), gc.strides);
     if (bias.defined())
-      p->bias = dnnl::memory::desc({1, 1, gc.dims[2]}, dt_of(bias.dtype()), {gc.dims[2], gc.dims[2], 1});
-    dnnl::matmul::desc d = bias.defined() ? dnnl::matmul::desc(p->a, p->b, p->bias, p->c)
-                                          : dnnl::matmul::desc(p->a, p->b, p->c);
-    dnnl::matmul::primitive_desc pd(d, cpu_engine());
-    p->prim = dnnl::matmul(pd);
-    std::lock_guard<std::mutex> lk(g_mu);
-    // Bounded: translation batches change shape every step, and an unbounded map would keep every
-    // primitive of a long run. Dropping all of them is rare and cheap (callers hold their own ref).
-    if (g_cache.size() >= kMaxCachedPrimitives) g_cache.clear();
-    g_cache.emplace(key.str(), p);
-  }
-  dnnl::stream s(cpu_engine());
-  dnnl::memory ma(p->a, cpu_engine(), a.raw_data());
-  dnnl::memory mb(p->b, cpu_engine(), b.raw_data());
-  dnnl::memory mc(p->c, cpu_engine(), c.raw_data());
-  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}};
-  if (bias.defined()) args.emplace(DNNL_ARG_BIAS, dnnl::memory(p->bias, cpu_engine(), bias.raw_data()));
-  p->prim.execute(s, args);
-  s.wait();
+      q.bias = dnnl::memory::desc({1, 1, gc.dims[2]}, dt_of(bias.dtype()), {gc.dims[2], gc.dims[2], 1});
+    q.prim = dnnl::matmul(matmul_pd(q, bias.defined()));
+  });
+  run_prim(*p, a.raw_data(), b.raw_data(), bias, c.raw_data());
 }
 
 bool gemm_pack_weight(Tensor& w) {
@@ -177,46 +193,24 @@ void gemm_onednn_packed(const Tensor& a, const Tensor& w, const Tensor& bias, Te
   std::ostringstream key;
   key << "P" << int(pw->dtype) << (bias.defined() ? 1 : 0) << '|' << get_num_threads() << ',' << M << ':' << a.stride(0)
       << ',' << K << ',' << N;
-  std::shared_ptr<Prim> p;
-  {
-    std::lock_guard<std::mutex> lk(g_mu);
-    auto it = g_cache.find(key.str());
-    if (it != g_cache.end()) p = it->second;
-  }
-  if (!p) {
-    p = std::make_shared<Prim>();
-    p->a = dnnl::memory::desc({M, K}, dt_of(pw->dtype), {a.stride(0), 1});
-    p->c = dnnl::memory::desc({M, N}, dnnl::memory::data_type::f32, {N, 1});
-    p->b = pw->packed;
-    if (bias.defined()) p->bias = dnnl::memory::desc({1, N}, dnnl::memory::data_type::f32, {N, 1});
-    dnnl::matmul::desc d = bias.defined() ? dnnl::matmul::desc(p->a, p->b, p->bias, p->c)
-                                          : dnnl::matmul::desc(p->a, p->b, p->c);
-    dnnl::matmul::primitive_desc pd(d, cpu_engine());
+  const std::shared_ptr<Prim> p = cached_prim(key.str(), [&](Prim& q) {
+    q.a = dnnl::memory::desc({M, K}, dt_of(pw->dtype), {a.stride(0), 1});
+    q.c = dnnl::memory::desc({M, N}, dnnl::memory::data_type::f32, {N, 1});
+    q.b = pw->packed;
+    if (bias.defined()) q.bias = dnnl::memory::desc({1, N}, dnnl::memory::data_type::f32, {N, 1});
+    const dnnl::matmul::primitive_desc pd = matmul_pd(q, bias.defined());
     // A layout oneDNN chose for M = kPackRows that only its reference kernel takes at this M: run
     // the plain GEMM on an unpacked copy instead (correct, slower; not seen on ViT's shapes).
-    p->unpack_first = std::strncmp(pd.impl_info_str(), "ref", 3) == 0;
-    if (!p->unpack_first) p->prim = dnnl::matmul(pd);
-    std::lock_guard<std::mutex> lk(g_mu);
-    if (g_cache.size() >= kMaxCachedPrimitives) g_cache.clear();
-    g_cache.emplace(key.str(), p);
-  }
+    q.unpack_first = std::strncmp(pd.impl_info_str(), "ref", 3) == 0;
+    if (!q.unpack_first) q.prim = dnnl::matmul(pd);
+  });
   if (p->unpack_first) {
     Tensor plain = Tensor::empty({N, K}, pw->dtype);
-    dnnl::stream s(cpu_engine());
-    dnnl::memory src(pw->packed, cpu_engine(), w.impl().storage->data), dst(pw->plain, cpu_engine(), plain.raw_data());
-    dnnl::reorder(src, dst).execute(s, src, dst);
-    s.wait();
+    reorder_into(pw->packed, w.impl().storage->data, pw->plain, plain.raw_data());
     gemm_onednn(a, plain.transpose(0, 1), bias, c);
     return;
   }
-  dnnl::stream s(cpu_engine());
-  dnnl::memory ma(p->a, cpu_engine(), a.raw_data());
-  dnnl::memory mb(p->b, cpu_engine(), w.impl().storage->data);
-  dnnl::memory mc(p->c, cpu_engine(), c.raw_data());
-  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}};
-  if (bias.defined()) args.emplace(DNNL_ARG_BIAS, dnnl::memory(p->bias, cpu_engine(), bias.raw_data()));
-  p->prim.execute(s, args);
-  s.wait();
+  run_prim(*p, a.raw_data(), w.impl().storage->data, bias, c.raw_data());
 }
 
 void gemm_reference(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c) {
