@@ -65,10 +65,14 @@ TEST(InspectCli, FashionMnistCheckpoint) {
     NoGradGuard ng;
     d = train::mean_attention_distance(vit->attention_maps(x), vit->num_prefix_tokens(), 4, 7);
   }
+  // Batches of 8 against one of 20 agree to f32 rounding, not bit for bit: where oneDNN's GEMM blocks
+  // by rows (its AVX2 kernels), a row's sums depend on the batch size (seen: 1.6e-9 to 9e-9 on values
+  // near 13). Dropping the last partial batch (the means of 16 of the 20 images) moves them by 2e-4
+  // to 2.5e-3 on this checkpoint, so 1e-6 still tells a batching error apart.
   ASSERT_EQ(j["attention_distance"].size(), 2u);
   for (int64_t l = 0; l < 2; ++l)
     for (int64_t h = 0; h < 2; ++h)
-      EXPECT_NEAR(j["attention_distance"][size_t(l)][size_t(h)].get<double>(), d.at({l, h}), 1e-9) << l << ", " << h;
+      EXPECT_NEAR(j["attention_distance"][size_t(l)][size_t(h)].get<double>(), d.at({l, h}), 1e-6) << l << ", " << h;
   const auto sim = j["pos_embed_similarity"].get<std::vector<double>>();
   const auto want = train::pos_embed_similarity(*vit).to_vector<double>();
   ASSERT_EQ(sim.size(), want.size());
