@@ -55,7 +55,8 @@ int64_t make_linear_weights_bf16(Module& m);
 // place (no second copy), so that no forward pass re-packs it: 10-16% off an f32 GEMM at ViT's
 // shapes, 12-29% off a bf16 one. f32 and bf16 weights; a weight whose packed layout would differ in
 // size (out_features not a multiple of the kernel's block, e.g. a 1,000-class head), that is shared
-// with another tensor, or for which oneDNN prefers the plain layout stays as it is. A packed weight
+// with another tensor, or for which oneDNN offers no blocked layout (its AVX2 kernels: there the
+// layout it prefers is only the transpose, and slower) stays as it is. A packed weight
 // can only go through linear() without gradients; everything else that reads it (saving, printing,
 // .to(), state_dict values) throws until unpack_linear_weights. Returns the number of weights packed.
 int64_t pack_linear_weights(Module& m);
