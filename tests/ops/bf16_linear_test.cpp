@@ -58,7 +58,10 @@ TEST(Bf16Linear, EqualsTheProductOfRoundedOperands) {
   Generator g(7);
   struct Case { Shape x; int64_t n; bool bias; };
   for (const Case& c : {Case{{5, 33}, 17, true}, Case{{2, 7, 64}, 48, false}, Case{{1, 197, 192}, 576, true},
-                        Case{{3, 1}, 1, true}}) {
+                        Case{{3, 1}, 1, true},
+                        // Weights over 2 MiB in f32: the emulated path widens them in blocks of rows
+                        // (640 + 60 and 464 + 56 rows here), each block's columns one GEMM.
+                        Case{{3, 800}, 700, true}, Case{{2, 5, 1100}, 520, false}}) {
     const int64_t K = c.x.back();
     const Tensor x = randn(c.x, g), w = randn({c.n, K}, g).to(DType::bf16);
     const Tensor b = c.bias ? randn({c.n}, g) : Tensor();
