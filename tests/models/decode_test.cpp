@@ -252,7 +252,10 @@ CopyBatch copy_batch(int64_t B, Generator& g) {
   return cb;
 }
 
-TEST(Decode, TransformerLearnsCopyTask) {
+// "Slow": a convergence run (up to 1,500 steps), left out of the sanitizer stage (ATTN_TEST_SLOW=0),
+// where it took 137 s of that stage's ~880 CPU-s on a Zen 3 host (session 18); the other Decode tests
+// run the same greedy, cached and beam code under ASan + UBSan.
+TEST(Decode, TransformerLearnsCopyTaskSlow) {
   // One thread: the matrices are tiny (64 x 11 tokens, d 64), so threads only add synchronisation;
   // on the shared 2-core development machine two OpenMP threads made this 16x slower (196 s vs
   // 12 s, load average 9).
