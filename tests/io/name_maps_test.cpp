@@ -313,7 +313,7 @@ TEST(NameMaps, StrictErrorListsEveryKeyAndTheLayout) {
   sd.emplace_back("encoder.extra", Tensor::zeros({3}));
   find(sd, "encoder.ln.weight") = Tensor::ones({32});
   EXPECT_EQ(error_of([&] { io::load_foreign_vit(sd, tv_options()); }),
-            "convert: the weights (layout: torchvision) do not match model 'vit' (dim 64, depth 2, heads 4, "
+            "foreign weights: the weights (layout: torchvision) do not match model 'vit' (dim 64, depth 2, heads 4, "
             "image 32, patch 8, 10 classes): the state dict does not match the model\n"
             "  missing keys (1): head.bias\n"
             "  unexpected keys (1): encoder.extra\n"
@@ -322,7 +322,7 @@ TEST(NameMaps, StrictErrorListsEveryKeyAndTheLayout) {
   io::ForeignVitOptions lax = tv_options();
   lax.strict = false;
   EXPECT_EQ(error_of([&] { io::load_foreign_vit(sd, lax); }),
-            "convert: the weights (layout: torchvision) do not match model 'vit' (dim 64, depth 2, heads 4, "
+            "foreign weights: the weights (layout: torchvision) do not match model 'vit' (dim 64, depth 2, heads 4, "
             "image 32, patch 8, 10 classes): the state dict does not match the model\n"
             "  mis-shaped keys (1): norm.weight (model [64], state dict [32])");
 }
@@ -331,7 +331,7 @@ TEST(NameMaps, AnotherArchitectureNamesFirstMismatches) {
   // DeiT-Ti-shaped timm weights into the small torchvision-shaped ViT.
   auto ref = test::torch_ref("pretrained.deit", {{"x", images(1, 3, 32, 13)}}, deit_args("timm"));
   EXPECT_EQ(error_of([&] { io::load_foreign_vit(parse_file(ref.at("file")).tensors, tv_options()); }),
-            "convert: the weights (layout: timm) do not match model 'vit' (dim 64, depth 2, heads 4, image 32, "
+            "foreign weights: the weights (layout: timm) do not match model 'vit' (dim 64, depth 2, heads 4, image 32, "
             "patch 8, 10 classes), which looks like another architecture: the state dict does not match the model\n"
             "  unexpected keys (3): dist_token, head_dist.weight, head_dist.bias\n"
             "  mis-shaped keys (31): cls_token (model [1, 1, 64], state dict [1, 1, 192]), pos_embed (model "
@@ -352,16 +352,16 @@ TEST(NameMaps, DetectsAndForcesLayouts) {
 
   EXPECT_EQ(io::parse_weight_format("hf"), io::WeightFormat::hf);
   EXPECT_EQ(error_of([] { io::parse_weight_format("onnx"); }),
-            "convert: unknown weight format 'onnx' (known: timm, hf, torchvision)");
+            "foreign weights: unknown weight format 'onnx' (known: timm, hf, torchvision)");
   EXPECT_EQ(error_of([] { io::detect_weight_format({{"layer1.0.conv1.weight", Tensor::zeros({1})},
                                                      {"fc.weight", Tensor::zeros({1})}}); }),
-            "convert: cannot tell the layout of the weights (timm, hf or torchvision) from their keys; first keys: "
+            "foreign weights: cannot tell the layout of the weights (timm, hf or torchvision) from their keys; first keys: "
             "layer1.0.conv1.weight, fc.weight");
   // Forcing the wrong layout: nothing maps, the strict error names the forced layout.
   io::ForeignVitOptions o = tv_options();
   o.format = io::WeightFormat::hf;
   const std::string e = error_of([&] { io::load_foreign_vit(sd, o); });
-  EXPECT_EQ(e.rfind("convert: the weights (layout: hf) do not match model 'vit'", 0), 0u) << e;
+  EXPECT_EQ(e.rfind("foreign weights: the weights (layout: hf) do not match model 'vit'", 0), 0u) << e;
 }
 
 TEST(NameMaps, TimmQuirks) {
@@ -376,12 +376,12 @@ TEST(NameMaps, TimmQuirks) {
   io::TensorList fc = sd;
   fc.emplace_back("fc_norm.weight", Tensor::ones({192}));
   EXPECT_EQ(error_of([&] { io::load_foreign_vit(fc, deit_options()); }),
-            "convert: timm key 'fc_norm.weight' (global_pool='avg' with a LayerNorm after pooling) has no "
+            "foreign weights: timm key 'fc_norm.weight' (global_pool='avg' with a LayerNorm after pooling) has no "
             "counterpart in attn's ViT, which normalises before pooling");
   io::TensorList ls = sd;
   ls.emplace_back("blocks.0.ls1.gamma", Tensor::ones({192}));
   EXPECT_EQ(error_of([&] { io::load_foreign_vit(ls, deit_options()); }),
-            "convert: timm key 'blocks.0.ls1.gamma' (layer scale, as in DeiT III / CaiT) has no counterpart in "
+            "foreign weights: timm key 'blocks.0.ls1.gamma' (layer scale, as in DeiT III / CaiT) has no counterpart in "
             "attn's ViT");
 }
 
@@ -415,9 +415,9 @@ TEST(NameMaps, PosEmbedResampledForAnotherImageSize) {
 
 TEST(NameMaps, HfConfigErrors) {
   EXPECT_EQ(error_of([] { io::vit_config_from_hf({{"model_type", "swin"}}, false); }),
-            "convert: config.json model_type must be 'vit' or 'deit', got \"swin\"");
+            "foreign weights: config.json model_type must be 'vit' or 'deit', got \"swin\"");
   EXPECT_EQ(error_of([] { io::vit_config_from_hf({{"hidden_act", "gelu_new"}}, false); }),
-            "convert: config.json hidden_act 'gelu_new' is not supported (attn's ViT MLP uses the exact GELU, "
+            "foreign weights: config.json hidden_act 'gelu_new' is not supported (attn's ViT MLP uses the exact GELU, "
             "'gelu')");
   const models::VitConfig c = io::vit_config_from_hf(json::object(), false);   // transformers' defaults
   EXPECT_EQ(c.dim, 768);

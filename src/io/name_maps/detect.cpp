@@ -49,7 +49,7 @@ WeightFormat parse_weight_format(const std::string& s) {
   if (s == "timm") return WeightFormat::timm;
   if (s == "hf") return WeightFormat::hf;
   if (s == "torchvision") return WeightFormat::torchvision;
-  fail("convert: unknown weight format '", s, "' (known: timm, hf, torchvision)");
+  fail("foreign weights: unknown weight format '", s, "' (known: timm, hf, torchvision)");
 }
 
 TensorList strip_module_prefix(const TensorList& sd) {
@@ -68,12 +68,12 @@ std::vector<std::pair<std::string, std::string>> alias_pairs(const Metadata& met
   try {
     a = nlohmann::json::parse(it->second);
   } catch (const std::exception&) {
-    fail("convert: __metadata__ 'aliases' is not JSON: ", it->second);
+    fail("foreign weights: __metadata__ 'aliases' is not JSON: ", it->second);
   }
-  ATTN_CHECK(a.is_object(), "convert: __metadata__ 'aliases' must map dropped keys to kept keys, got ", a.dump());
+  ATTN_CHECK(a.is_object(), "foreign weights: __metadata__ 'aliases' must map dropped keys to kept keys, got ", a.dump());
   for (const auto& [dup, kept] : a.items()) {
-    ATTN_CHECK(kept.is_string(), "convert: alias '", dup, "' must name a kept key, got ", kept.dump());
-    ATTN_CHECK(has(kept.get<std::string>()), "convert: alias '", dup, "' names '", kept.get<std::string>(),
+    ATTN_CHECK(kept.is_string(), "foreign weights: alias '", dup, "' must name a kept key, got ", kept.dump());
+    ATTN_CHECK(has(kept.get<std::string>()), "foreign weights: alias '", dup, "' names '", kept.get<std::string>(),
                "', which is not in the file");
     out.emplace_back(dup, kept.get<std::string>());
   }
@@ -108,9 +108,9 @@ WeightFormat detect_weight_format(const TensorList& sd_in) {
   }
   if (tv + hf + timm == 1) return tv ? WeightFormat::torchvision : hf ? WeightFormat::hf : WeightFormat::timm;
   if (tv + hf + timm > 1)
-    fail("convert: the weights mix layouts (", tv ? "torchvision " : "", hf ? "hf " : "", timm ? "timm " : "",
+    fail("foreign weights: the weights mix layouts (", tv ? "torchvision " : "", hf ? "hf " : "", timm ? "timm " : "",
          "keys); force one with --format; first keys: ", first_keys(sd, 6));
-  fail("convert: cannot tell the layout of the weights (timm, hf or torchvision) from their keys; first keys: ",
+  fail("foreign weights: cannot tell the layout of the weights (timm, hf or torchvision) from their keys; first keys: ",
        first_keys(sd, 6));
 }
 
@@ -137,12 +137,12 @@ std::shared_ptr<models::VisionTransformer> build_model(const TensorList& w, cons
     for (const auto& [k, v] : hf.items())
       if (cfg.contains(k)) cfg[k] = v;
   }
-  ATTN_CHECK(o.overrides.is_object(), "convert: expected the model overrides as a JSON object, got ",
+  ATTN_CHECK(o.overrides.is_object(), "foreign weights: expected the model overrides as a JSON object, got ",
              o.overrides.dump());
   for (const auto& [k, v] : o.overrides.items()) cfg[k] = v;
   if (o.image_size > 0) cfg["image_size"] = o.image_size;
   ATTN_CHECK(o.linear_dtype == DType::f32 || o.linear_dtype == DType::bf16,
-             "convert: expected the Linear weights' dtype f32 or bf16, got ", dtype_name(o.linear_dtype));
+             "foreign weights: expected the Linear weights' dtype f32 or bf16, got ", dtype_name(o.linear_dtype));
   std::shared_ptr<models::ImageClassifier> base;
   {
     // A strict load overwrites every parameter: skip drawing the initial weights (seconds for ViT-B).
@@ -151,7 +151,7 @@ std::shared_ptr<models::VisionTransformer> build_model(const TensorList& w, cons
     base = models::create_model(o.model, cfg);
   }
   auto m = std::dynamic_pointer_cast<models::VisionTransformer>(base);
-  ATTN_CHECK(m, "convert: model '", o.model, "' is not a ViT / DeiT (VisionTransformer)");
+  ATTN_CHECK(m, "foreign weights: model '", o.model, "' is not a ViT / DeiT (VisionTransformer)");
   // Before anything is copied: the copies then convert f32 -> bf16 one tensor at a time.
   if (o.linear_dtype == DType::bf16) nn::make_linear_weights_bf16(*m);
   return m;
@@ -201,7 +201,7 @@ void check_match(const models::VisionTransformer& m, const nn::Module::ShapeList
   const bool other = 2 * off > mine.size();
   if (other) why = m.shape_mismatch(given, o.strict, 4);
   const models::VitConfig& c = m.cfg();
-  fail("convert: the weights (layout: ", weight_format_name(r.format), ") do not match model '", o.model, "' (dim ",
+  fail("foreign weights: the weights (layout: ", weight_format_name(r.format), ") do not match model '", o.model, "' (dim ",
        c.dim, ", depth ", c.depth, ", heads ", c.heads, ", image ", c.image_size, ", patch ", c.patch_size, ", ",
        c.num_classes, " classes", c.distilled ? ", distilled" : "", ")",
        other ? ", which looks like another architecture" : "", ": ", why);

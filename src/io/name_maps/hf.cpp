@@ -98,33 +98,33 @@ TensorList map_hf(const TensorList& sd) {
 }
 
 models::VitConfig vit_config_from_hf(const nlohmann::json& j, bool distilled) {
-  ATTN_CHECK(j.is_object(), "convert: expected a Hugging Face config.json object, got ", j.type_name());
+  ATTN_CHECK(j.is_object(), "foreign weights: expected a Hugging Face config.json object, got ", j.type_name());
   auto get = [&](const char* key, auto fallback) {
     using T = decltype(fallback);
     if (!j.contains(key) || j.at(key).is_null()) return fallback;
     try {
       return j.at(key).get<T>();
     } catch (const std::exception&) {
-      fail("convert: config.json key '", key, "' has an unexpected value ", j.at(key).dump());
+      fail("foreign weights: config.json key '", key, "' has an unexpected value ", j.at(key).dump());
     }
   };
   if (j.contains("model_type")) {
     const std::string mt = j.at("model_type").is_string() ? j.at("model_type").get<std::string>() : "";
-    ATTN_CHECK(mt == "vit" || mt == "deit", "convert: config.json model_type must be 'vit' or 'deit', got ",
+    ATTN_CHECK(mt == "vit" || mt == "deit", "foreign weights: config.json model_type must be 'vit' or 'deit', got ",
                j.at("model_type").dump());
   }
   const std::string act = get("hidden_act", std::string("gelu"));
-  ATTN_CHECK(act == "gelu", "convert: config.json hidden_act '", act,
+  ATTN_CHECK(act == "gelu", "foreign weights: config.json hidden_act '", act,
              "' is not supported (attn's ViT MLP uses the exact GELU, 'gelu')");
   models::VitConfig c;
   c.dim = get("hidden_size", int64_t(768));
   c.depth = get("num_hidden_layers", int64_t(12));
   c.heads = get("num_attention_heads", int64_t(12));
   const int64_t inter = get("intermediate_size", int64_t(3072));
-  ATTN_CHECK(c.dim > 0 && inter > 0, "convert: config.json hidden_size ", c.dim, " / intermediate_size ", inter,
+  ATTN_CHECK(c.dim > 0 && inter > 0, "foreign weights: config.json hidden_size ", c.dim, " / intermediate_size ", inter,
              " must be positive");
   c.mlp_ratio = double(inter) / double(c.dim);
-  ATTN_CHECK(int64_t(double(c.dim) * c.mlp_ratio) == inter, "convert: config.json intermediate_size ", inter,
+  ATTN_CHECK(int64_t(double(c.dim) * c.mlp_ratio) == inter, "foreign weights: config.json intermediate_size ", inter,
              " is not representable as hidden_size ", c.dim, " x a ratio");
   c.image_size = get("image_size", int64_t(224));
   c.patch_size = get("patch_size", int64_t(16));
