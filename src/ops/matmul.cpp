@@ -178,7 +178,7 @@ void linear_bf16_emulated(const Tensor& xf, const Tensor& w, const Tensor& b, Te
   // The f32 block: 2 MiB (in L3). In-process A/B on an AVX2 Zen 3, ViT-B/16 at batch 1, medians of 12
   // rounds: f32 weights 404 ms, bf16 widened whole 449 ms, in blocks of 512 KiB 399 ms, of 2 MiB 373 ms.
   constexpr int64_t kBlockBytes = int64_t(2) << 20;
-  int64_t rows = std::max<int64_t>(64, kBlockBytes / (K * 4) / 16 * 16);
+  const int64_t rows = std::max<int64_t>(64, kBlockBytes / (K * 4) / 16 * 16);
   if (rows >= N) {
     gemm(xf, w.to(DType::f32).transpose(0, 1), b, c2);
     return;

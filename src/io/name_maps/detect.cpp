@@ -70,7 +70,8 @@ std::vector<std::pair<std::string, std::string>> alias_pairs(const Metadata& met
   } catch (const std::exception&) {
     fail("foreign weights: __metadata__ 'aliases' is not JSON: ", it->second);
   }
-  ATTN_CHECK(a.is_object(), "foreign weights: __metadata__ 'aliases' must map dropped keys to kept keys, got ", a.dump());
+  ATTN_CHECK(a.is_object(), "foreign weights: __metadata__ 'aliases' must map dropped keys to kept keys, got ",
+             a.dump());
   for (const auto& [dup, kept] : a.items()) {
     ATTN_CHECK(kept.is_string(), "foreign weights: alias '", dup, "' must name a kept key, got ", kept.dump());
     ATTN_CHECK(has(kept.get<std::string>()), "foreign weights: alias '", dup, "' names '", kept.get<std::string>(),
@@ -201,9 +202,9 @@ void check_match(const models::VisionTransformer& m, const nn::Module::ShapeList
   const bool other = 2 * off > mine.size();
   if (other) why = m.shape_mismatch(given, o.strict, 4);
   const models::VitConfig& c = m.cfg();
-  fail("foreign weights: the weights (layout: ", weight_format_name(r.format), ") do not match model '", o.model, "' (dim ",
-       c.dim, ", depth ", c.depth, ", heads ", c.heads, ", image ", c.image_size, ", patch ", c.patch_size, ", ",
-       c.num_classes, " classes", c.distilled ? ", distilled" : "", ")",
+  fail("foreign weights: the weights (layout: ", weight_format_name(r.format), ") do not match model '", o.model,
+       "' (dim ", c.dim, ", depth ", c.depth, ", heads ", c.heads, ", image ", c.image_size, ", patch ", c.patch_size,
+       ", ", c.num_classes, " classes", c.distilled ? ", distilled" : "", ")",
        other ? ", which looks like another architecture" : "", ": ", why);
 }
 

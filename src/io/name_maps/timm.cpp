@@ -15,10 +15,11 @@ TensorList map_timm(const TensorList& sd) {
   out.reserve(sd.size());
   for (const auto& [k, v] : sd) {
     ATTN_CHECK(!k.starts_with("fc_norm."),
-               "foreign weights: timm key '", k, "' (global_pool='avg' with a LayerNorm after pooling) has no counterpart "
-               "in attn's ViT, which normalises before pooling");
+               "foreign weights: timm key '", k, "' (global_pool='avg' with a LayerNorm after pooling) has no "
+               "counterpart in attn's ViT, which normalises before pooling");
     ATTN_CHECK(!(contains(k, ".ls1.") || contains(k, ".ls2.") || contains(k, ".gamma_1") || contains(k, ".gamma_2")),
-               "foreign weights: timm key '", k, "' (layer scale, as in DeiT III / CaiT) has no counterpart in attn's ViT");
+               "foreign weights: timm key '", k,
+               "' (layer scale, as in DeiT III / CaiT) has no counterpart in attn's ViT");
     out.emplace_back(k, v);
   }
   return out;
