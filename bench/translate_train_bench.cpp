@@ -53,7 +53,9 @@
 #include "attn/optim/adam.h"
 #include "attn/optim/schedule.h"
 #include "attn/text/bleu.h"
-#include "attn/train/seq2seq.h"
+#include "attn/train/tasks/translation.h"
+#include "attn/train/trainer.h"
+#include "attn/infer/translate.h"
 #include "bench_util.h"
 
 using namespace attn;
@@ -182,19 +184,19 @@ int main(int argc, char** argv) {
     const auto t_all = Clock::now();
 
     // ---- 1. data, vocabulary, batches: as train_seq2seq makes them.
-    train::Seq2SeqConfig cfg;
+    train::TrainConfig cfg;
     cfg.data = o.data;
-    cfg.sword_dir = o.sword_dir;
-    cfg.vocab_size = o.vocab;
-    cfg.max_tokens = o.max_tokens;
-    cfg.max_length = o.max_length;
+    cfg.translation.sword_dir = o.sword_dir;
+    cfg.translation.vocab_size = o.vocab;
+    cfg.translation.max_tokens = o.max_tokens;
+    cfg.translation.max_length = o.max_length;
     cfg.seed = o.seed;
     const auto t_data = Clock::now();
-    data::PairSplits splits = train::load_translation_data(cfg.data, cfg.seed, cfg.sword_dir, cfg.synthetic_size,
-                                                           cfg.dev_count, cfg.test_count);
+    data::PairSplits splits = train::load_translation_data(o.data, cfg.seed, cfg.translation.sword_dir, cfg.translation.synthetic_size,
+                                                           cfg.translation.dev_count, cfg.translation.test_count);
     if (o.limit_train > 0 && int64_t(splits.train.size()) > o.limit_train) splits.train.resize(size_t(o.limit_train));
     if (o.limit_test > 0 && int64_t(splits.test.size()) > o.limit_test) splits.test.resize(size_t(o.limit_test));
-    std::unique_ptr<text::Tokenizer> tok = train::train_translation_tokenizer(cfg, splits.train);
+    std::unique_ptr<text::Tokenizer> tok = train::train_translation_tokenizer(cfg.translation.tokenizer, cfg.translation.vocab_size, o.data, splits.train);
     std::vector<data::SeqPair> train_ids(splits.train.size());
     for (size_t i = 0; i < splits.train.size(); ++i)
       train_ids[i] = {tok->encode(splits.train[i].src), tok->encode(splits.train[i].tgt)};
@@ -212,8 +214,8 @@ int main(int argc, char** argv) {
     mcfg = model->config();
     model->train();
 
-    const int64_t max_len = std::min(cfg.max_length, model->max_length() - 1);
-    data::SeqBatcher batcher(train_ids, {.max_tokens = cfg.max_tokens, .max_length = max_len,
+    const int64_t max_len = std::min(cfg.translation.max_length, model->max_length() - 1);
+    data::SeqBatcher batcher(train_ids, {.max_tokens = cfg.translation.max_tokens, .max_length = max_len,
                                          .over_length = data::OverLength::drop, .seed = cfg.seed});
     std::fprintf(stderr, "data: %lld training pairs kept (%lld longer than %lld dropped), %lld batches per epoch\n",
                  (long long)batcher.num_pairs(), (long long)batcher.num_dropped_long(), (long long)max_len,
@@ -306,7 +308,7 @@ int main(int argc, char** argv) {
                          {{"config", run_cfg.dump()}});
 
     // ---- 4a. attn decoding: greedy (and beam with --beam N > 1), by the trainer's Translator.
-    train::Translator tr(model, text::Tokenizer::deserialize(tok->serialize()), nlohmann::json::object());
+    infer::Translator tr(model, text::Tokenizer::deserialize(tok->serialize()), nlohmann::json::object());
     auto t_dec = Clock::now();
     const std::vector<std::string> attn_hyps = o.attn ? tr.translate(test_src, 1) : std::vector<std::string>();
     const double attn_dec_secs = o.attn ? since(t_dec) : NAN;

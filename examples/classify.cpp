@@ -24,7 +24,7 @@
 #include "attn/data/preprocess.h"
 #include "attn/io/checkpoint.h"
 #include "attn/io/name_maps.h"
-#include "attn/train/classifier.h"
+#include "attn/train/tasks/image_classification.h"
 #include "attn/train/explain.h"
 
 int main(int argc, char** argv) {

@@ -25,7 +25,7 @@
 #include "attn/io/name_maps.h"
 #include "attn/nn/linear.h"
 #include "attn/ops/matmul.h"
-#include "attn/train/classifier.h"
+#include "attn/train/tasks/image_classification.h"
 #include "../commands.h"
 
 namespace attn::cli {

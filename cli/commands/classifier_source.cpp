@@ -9,7 +9,7 @@
 #include "attn/io/checkpoint.h"
 #include "attn/io/name_maps.h"
 #include "attn/io/safetensors.h"
-#include "attn/train/classifier.h"
+#include "attn/train/tasks/image_classification.h"
 
 namespace attn::cli {
 

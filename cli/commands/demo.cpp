@@ -7,38 +7,39 @@
 #include "attn/data/fashion_mnist.h"
 #include "attn/data/image.h"
 #include "attn/models/vit.h"
-#include "attn/train/classifier.h"
+#include "attn/train/tasks/image_classification.h"
 #include "attn/train/explain.h"
 #include "attn/train/plot.h"
 #include "../commands.h"
+#include "train_flags.h"
 
 namespace attn::cli {
 
-void add_train_flags(CLI::App* c, train::TrainConfig& cfg, int& threads, std::string& model_json);
-void finish_train_flags(train::TrainConfig& cfg, int threads, const std::string& model_json);
-void print_result(const train::TrainResult& r);
-
 void add_demo(CLI::App& app) {
   auto* c = app.add_subcommand("demo", "train and evaluate the default model on Fashion-MNIST (the README's main job)");
-  auto cfg = std::make_shared<train::TrainConfig>();
+  auto f = std::make_shared<TrainFlags>();
+  train::TrainConfig* cfg = &f->cfg;
   // The default: a small ViT (patch 7 -> 16 tokens + [class], D 128, depth 4, 4 heads), 5 epochs:
   // 3 min 16 s and 83.7% test accuracy on 2 quiet cores (docs/results.md).
   cfg->model = "vit_fmnist_demo";
   cfg->epochs = 5;
-  cfg->augment = true;
+  cfg->image.augment = true;
   cfg->out = "runs/demo";
-  auto threads = std::make_shared<int>(0);
-  auto model_json = std::make_shared<std::string>();
-  add_train_flags(c, *cfg, *threads, *model_json);
-  c->callback([cfg, threads, model_json] {
-    finish_train_flags(*cfg, *threads, *model_json);
+  add_common_train_flags(c, *f);
+  add_image_train_flags(c, *f);
+  c->callback([f, cfg] {
+    finish_train_flags(*f);
+    ATTN_CHECK(models::has_model(cfg->model) && models::model_entry(cfg->model).task == models::kImageClassification,
+               "demo: expected an image classifier (`attn info --list`), got '", cfg->model, "'");
+    const std::string out = cfg->out.value_or("runs/demo"), data_name = cfg->data.value_or("fashion-mnist");
     std::printf("attn demo: training %s on Fashion-MNIST for %lld epochs (%d threads), output in %s\n",
-                cfg->model.c_str(), (long long)cfg->epochs, get_num_threads(), cfg->out.c_str());
-    train::TrainResult r = train::train_classifier(*cfg);
+                cfg->model.c_str(), (long long)cfg->epochs.value_or(5), get_num_threads(), out.c_str());
+    train::TrainResult r = train::train(*cfg);
     print_result(r);
+    if (!r.finished) return;
     auto model = train::load_classifier(r.checkpoint);
-    auto test = data::FashionMnist::load(cfg->data_dir, data::Split::test);
-    auto [mean, std] = train::dataset_normalization(cfg->data);
+    auto test = data::FashionMnist::load(cfg->image.data_dir, data::Split::test);
+    auto [mean, std] = train::dataset_normalization(data_name);
     train::EvalResult e = train::evaluate(*model, test, mean, std, 256, 0);   // every test image
     const auto& names = data::FashionMnist::class_names();
     std::printf("\na few test images:\n");
@@ -49,14 +50,14 @@ void add_demo(CLI::App& app) {
     }
     // The attention map of test image 0: image | attention rollout | last layer's class-token attention.
     if (auto* vit = dynamic_cast<models::VisionTransformer*>(model.get())) {
-      const std::string img_path = cfg->out + "/test0.png", map_path = cfg->out + "/attention.png";
+      const std::string img_path = out + "/test0.png", map_path = out + "/attention.png";
       data::write_png(img_path, test.images().select(0, 0).permute({1, 2, 0}).contiguous());   // (28, 28, 1) u8
       train::PreparedImage p = train::prepare_image(img_path, vit->cfg().image_size, vit->cfg().in_channels, mean, std);
       data::write_png(map_path, train::explain(*vit, p).panel);
       std::printf("\nattention map of test image 0 (%s): %s\n", names[size_t(test.labels().at({0}))].c_str(),
                   map_path.c_str());
     }
-    const std::string cm_path = cfg->out + "/confusion.svg";
+    const std::string cm_path = out + "/confusion.svg";
     train::write_confusion_svg(cm_path, "Fashion-MNIST test, " + cfg->model, names, e.labels, e.predictions);
     std::printf("confusion matrix of the %lld test images: %s\n", (long long)e.count, cm_path.c_str());
   });

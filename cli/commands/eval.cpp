@@ -10,9 +10,10 @@
 #include "attn/data/image_folder.h"
 #include "attn/io/checkpoint.h"
 #include "attn/io/safetensors.h"
-#include "attn/train/classifier.h"
+#include "attn/train/tasks/image_classification.h"
 #include "attn/train/explain.h"
-#include "attn/train/seq2seq.h"
+#include "attn/train/tasks/translation.h"
+#include "attn/infer/translate.h"
 #include "attn/train/folder_eval.h"
 #include "attn/train/plot.h"
 #include "../commands.h"
@@ -147,10 +148,10 @@ void add_eval(CLI::App& app) {
                    o->pre.interpolation.empty() && o->pre.mean.empty() && o->pre.std.empty(),
                "eval: --dtype and the preprocessing flags go with foreign or converted weights; attn's own "
                "checkpoints are evaluated as they were trained");
-    if (train::is_translation_checkpoint(o->ckpt)) {
+    if (infer::is_translation_checkpoint(o->ckpt)) {
       no_confusion("translation models");
       // Corpus BLEU (sacreBLEU's default) on the checkpoint's own data split.
-      train::Translator tr = train::load_translator(o->ckpt);
+      infer::Translator tr = infer::load_translator(o->ckpt);
       const auto& d = tr.metadata().at("data");
       ATTN_CHECK(o->split == "test" || o->split == "dev" || o->split == "val", "eval: translation splits are dev | "
                  "test, got '", o->split, "'");

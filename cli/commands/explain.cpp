@@ -8,7 +8,7 @@
 
 #include "attn/attn.h"
 #include "attn/data/image.h"
-#include "attn/train/classifier.h"
+#include "attn/train/tasks/image_classification.h"
 #include "attn/train/explain.h"
 #include "../commands.h"
 #include "classifier_source.h"

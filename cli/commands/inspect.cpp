@@ -17,7 +17,7 @@
 #include "attn/data/fashion_mnist.h"
 #include "attn/data/image.h"
 #include "attn/data/preprocess.h"
-#include "attn/train/classifier.h"
+#include "attn/train/tasks/image_classification.h"
 #include "attn/train/explain.h"
 #include "attn/train/inspect.h"
 #include "attn/train/plot.h"

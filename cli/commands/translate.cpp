@@ -6,7 +6,8 @@
 
 #include "attn/attn.h"
 #include "attn/train/heatmap.h"
-#include "attn/train/seq2seq.h"
+#include "attn/train/tasks/translation.h"
+#include "attn/infer/translate.h"
 #include "../commands.h"
 
 namespace attn::cli {
@@ -31,7 +32,7 @@ void add_translate(CLI::App& app) {
   c->add_option("--threads", o->threads);
   c->callback([o] {
     apply_threads(o->threads);
-    train::Translator tr = train::load_translator(o->ckpt);
+    infer::Translator tr = infer::load_translator(o->ckpt);
     std::vector<std::string> src = o->texts;
     if (!o->file.empty() || (src.size() == 1 && src[0] == "-")) {
       if (src.size() == 1 && src[0] == "-") src.clear();
@@ -71,8 +72,8 @@ void add_align(CLI::App& app) {
   c->add_option("--threads", o->threads);
   c->callback([o] {
     apply_threads(o->threads);
-    train::Translator tr = train::load_translator(o->ckpt);
-    train::Alignment a = tr.align(o->text, o->beam);
+    infer::Translator tr = infer::load_translator(o->ckpt);
+    infer::Alignment a = tr.align(o->text, o->beam);
     train::AlignmentOptions ao;
     ao.cell = o->cell;
     ao.font_scale = o->font_scale;

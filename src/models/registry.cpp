@@ -7,21 +7,29 @@
 namespace attn::models {
 
 namespace {
+
 std::map<std::string, ModelEntry>& table() {
   static std::map<std::string, ModelEntry> t;
   return t;
 }
-void register_builtin();   // defined at the bottom: one call per model family
-bool& registered() {
-  static bool r = false;
-  return r;
-}
+
 void ensure_builtin() {
-  if (!registered()) {
-    registered() = true;
-    register_builtin();
-  }
+  static bool registered = false;
+  if (registered) return;
+  registered = true;
+  register_mlp_models();
+  register_vit_models();
+  register_resnet_models();
+  register_transformer_models();
+  register_rnn_seq2seq_models();
 }
+
+std::string known_names(const std::string& task) {
+  std::string known;
+  for (const auto& n : model_names(task)) known += (known.empty() ? "" : ", ") + n;
+  return known;
+}
+
 }  // namespace
 
 void register_model(ModelEntry entry) {
@@ -29,48 +37,52 @@ void register_model(ModelEntry entry) {
   table()[name] = std::move(entry);
 }
 
-std::vector<std::string> model_names() {
+std::vector<std::string> model_names(const std::string& task) {
   ensure_builtin();
   std::vector<std::string> out;
-  for (const auto& [k, v] : table()) out.push_back(k);
+  for (const auto& [k, v] : table())
+    if (task.empty() || v.task == task) out.push_back(k);
   return out;
+}
+
+bool has_model(const std::string& name) {
+  ensure_builtin();
+  return table().count(name) > 0;
 }
 
 const ModelEntry& model_entry(const std::string& name) {
   ensure_builtin();
   auto it = table().find(name);
-  if (it == table().end()) {
-    std::string known;
-    for (const auto& [k, v] : table()) known += (known.empty() ? "" : ", ") + k;
-    fail("unknown model '", name, "' (known: ", known, ")");
-  }
+  if (it == table().end()) fail("unknown model '", name, "' (known: ", known_names(""), ")");
   return it->second;
 }
 
-std::shared_ptr<ImageClassifier> create_model(const std::string& name, const nlohmann::json& overrides) {
+std::shared_ptr<Model> create(const std::string& name, const nlohmann::json& overrides) {
   const ModelEntry& e = model_entry(name);
-  nlohmann::json cfg = e.defaults;
-  ATTN_CHECK(overrides.is_object() || overrides.is_null(), "create_model(", name, "): config overrides must be a JSON object");
+  ATTN_CHECK(overrides.is_object() || overrides.is_null(), "create_model(", name,
+             "): config overrides must be a JSON object, got ", overrides.dump());
+  if (overrides.is_object() && overrides.contains("model"))
+    ATTN_CHECK(overrides["model"] == name, "create_model(", name, "): the config names model ",
+               overrides["model"].dump(), " but '", name, "' was asked for");
+  nlohmann::json cfg = e.merge_defaults ? e.defaults : nlohmann::json::object();
   if (overrides.is_object())
     for (auto it = overrides.begin(); it != overrides.end(); ++it) {
       if (it.key() == "model") continue;
-      ATTN_CHECK(cfg.contains(it.key()), "create_model(", name, "): unknown config key '", it.key(), "'");
+      ATTN_CHECK(!e.merge_defaults || cfg.contains(it.key()), "create_model(", name, "): unknown config key '",
+                 it.key(), "'");
       cfg[it.key()] = it.value();
     }
   cfg["model"] = name;
   return e.make(cfg);
 }
 
-void register_mlp_models();   // models/mlp.cpp
-void register_vit_models();   // models/vit_variants.cpp
-void register_resnet_models();   // models/resnet.cpp
-
-namespace {
-void register_builtin() {
-  register_mlp_models();
-  register_vit_models();
-  register_resnet_models();
+std::shared_ptr<ImageClassifier> create_model(const std::string& name, const nlohmann::json& overrides) {
+  const ModelEntry& e = model_entry(name);
+  ATTN_CHECK(e.task == kImageClassification, "create_model: '", name, "' is a ", e.task,
+             " model, not an image classifier (image classifiers: ", known_names(kImageClassification), ")");
+  auto m = std::dynamic_pointer_cast<ImageClassifier>(create(name, overrides));
+  ATTN_CHECK(m != nullptr, "create_model: the registry entry '", name, "' did not make an image classifier");
+  return m;
 }
-}  // namespace
 
 }  // namespace attn::models

@@ -90,6 +90,12 @@ std::shared_ptr<RnnSeq2Seq> make_rnn_seq2seq(const nlohmann::json& cfg, Generato
   return std::make_shared<RnnSeq2Seq>(RnnSeq2SeqConfig::from_json(cfg), g);
 }
 
+void register_rnn_seq2seq_models() {
+  register_model({"rnn-attention", "RNN encoder-decoder with attention (Bahdanau or Luong) for translation",
+                  RnnSeq2Seq::defaults(), [](const nlohmann::json& cfg) { return make_rnn_seq2seq(cfg); },
+                  kTranslation, /*merge_defaults=*/false});
+}
+
 // ---------------------------------------------------------------- model
 
 RnnSeq2Seq::RnnSeq2Seq(const RnnSeq2SeqConfig& c, Generator& g) : cfg_(c) {

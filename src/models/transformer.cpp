@@ -370,6 +370,14 @@ std::shared_ptr<TransformerSeq2Seq> make_transformer_seq2seq(const nlohmann::jso
   return std::make_shared<TransformerSeq2Seq>(TransformerSeq2SeqConfig::from_json(cfg));
 }
 
+void register_transformer_models() {
+  register_model({"transformer",
+                  "Transformer encoder-decoder for translation (the paper's base: 6 + 6 layers, d_model 512, 8 heads)",
+                  TransformerSeq2Seq::defaults(),
+                  [](const nlohmann::json& cfg) { return make_transformer_seq2seq(cfg); }, kTranslation,
+                  /*merge_defaults=*/false});
+}
+
 // ------------------------------------------------------------------ TransformerSeq2Seq
 
 TransformerSeq2Seq::TransformerSeq2Seq(const TransformerSeq2SeqConfig& c, Generator& g)

@@ -33,17 +33,23 @@ ModelEma::ModelEma(std::shared_ptr<nn::Module> ema, const nn::Module& model, dou
   ema_->eval();
 }
 
-ModelEma ModelEma::of(const models::ImageClassifier& model, double decay) {
+ModelEma ModelEma::of(const models::Model& model, double decay) {
   const nlohmann::json cfg = model.config();
   ATTN_CHECK(cfg.contains("model"), "model_ema: the model's config has no \"model\" name: ", cfg.dump());
   // The copy's initial weights are overwritten from the model at once: do not draw them (which also
   // leaves the global random stream where it was).
-  std::shared_ptr<models::ImageClassifier> copy;
+  std::shared_ptr<models::Model> copy;
   {
     nn::init::SkipRandomInit skip;
-    copy = models::create_model(cfg["model"].get<std::string>(), cfg);
+    copy = models::create(cfg["model"].get<std::string>(), cfg);
   }
   return ModelEma(copy, model, decay);
+}
+
+std::shared_ptr<models::Model> ModelEma::model() const {
+  auto m = std::dynamic_pointer_cast<models::Model>(ema_);
+  ATTN_CHECK(m != nullptr, "model_ema: the EMA copy is not a registry model");
+  return m;
 }
 
 std::shared_ptr<models::ImageClassifier> ModelEma::classifier() const {

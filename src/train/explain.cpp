@@ -9,7 +9,7 @@
 #include "attn/data/fashion_mnist.h"
 #include "attn/data/image.h"
 #include "attn/io/checkpoint.h"
-#include "attn/train/classifier.h"
+#include "attn/train/tasks/image_classification.h"
 
 namespace attn::train {
 namespace {

@@ -68,4 +68,10 @@ void ProgressBar::finish() {
   if (tty_ || done_ != total_) draw(true);
 }
 
+std::string format_fixed(double v, int decimals) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", decimals, v);
+  return b;
+}
+
 }  // namespace attn::train

@@ -16,7 +16,7 @@
 #include "attn/autograd/grad_mode.h"
 #include "attn/data/fashion_mnist.h"
 #include "attn/models/vit.h"
-#include "attn/train/classifier.h"
+#include "attn/train/tasks/image_classification.h"
 #include "attn/train/inspect.h"
 #include "cli_run.h"
 #include "train_checks.h"

@@ -19,7 +19,7 @@
 #include "attn/io/pos_resample.h"
 #include "attn/nn/linear.h"
 #include "attn/ops/matmul.h"
-#include "attn/train/classifier.h"
+#include "attn/train/tasks/image_classification.h"
 #include "torch_ref.h"
 
 using namespace attn;

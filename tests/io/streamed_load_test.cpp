@@ -17,7 +17,7 @@
 #include "attn/io/checkpoint.h"
 #include "attn/io/name_maps.h"
 #include "attn/nn/linear.h"
-#include "attn/train/classifier.h"
+#include "attn/train/tasks/image_classification.h"
 
 using namespace attn;
 

@@ -12,7 +12,7 @@
 #include "attn/io/checkpoint.h"
 #include "attn/models/vit.h"
 #include "attn/ops/softmax.h"
-#include "attn/train/classifier.h"
+#include "attn/train/tasks/image_classification.h"
 #include "attn/train/distill.h"
 #include "torch_ref.h"
 
@@ -48,9 +48,9 @@ train::TrainConfig tiny_deit(const std::string& out) {
   cfg.model = "deit_fmnist_distilled";
   cfg.model_config = {{"dim", 32}, {"depth", 1}, {"heads", 2}, {"patch_size", 7}};
   cfg.epochs = 1;
-  cfg.batch = 64;
+  cfg.image.batch = 64;
   cfg.limit_train = 256;
-  cfg.limit_eval = 256;
+  cfg.image.limit_eval = 256;
   cfg.out = out;
   cfg.progress = false;
   cfg.quiet = true;
@@ -127,16 +127,16 @@ TEST(DistillationLoss, Errors) {
 TEST(DistillTrainer, TeacherWithOtherClassCountIsRejectedBeforeTraining) {
   const std::string dir = tmp_dir("classes");
   train::TrainConfig cfg = tiny_deit(dir + "/run");
-  cfg.teacher = save_teacher(dir, "mlp", {{"num_classes", 5}});
-  cfg.distill = "soft";
+  cfg.image.teacher = save_teacher(dir, "mlp", {{"num_classes", 5}});
+  cfg.image.distill = "soft";
   try {
-    train::train_classifier(cfg);
+    train::train(cfg);
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "train: the teacher '" + cfg.teacher +
+    EXPECT_EQ(std::string(e.what()), "train: the teacher '" + cfg.image.teacher +
                                          "' predicts 5 classes, but fashion-mnist has 10");
   }
-  EXPECT_FALSE(std::filesystem::exists(cfg.out + "/checkpoint.safetensors"));
+  EXPECT_FALSE(std::filesystem::exists(*cfg.out + "/checkpoint.safetensors"));
   std::filesystem::remove_all(dir);
 }
 
@@ -144,26 +144,26 @@ TEST(DistillTrainer, SettingsAreChecked) {
   const std::string dir = tmp_dir("settings");
   const std::string teacher = save_teacher(dir, "mlp", nlohmann::json::object());
   train::TrainConfig cfg = tiny_deit(dir + "/run");
-  cfg.distill = "hard";
+  cfg.image.distill = "hard";
   try {
-    train::train_classifier(cfg);
+    train::train(cfg);
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()), "train: --distill hard needs a teacher checkpoint (--teacher)");
   }
-  cfg.teacher = teacher;
+  cfg.image.teacher = teacher;
   cfg.model = "vit_fmnist";
   try {
-    train::train_classifier(cfg);
+    train::train(cfg);
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()), "train: --distill hard needs a model with a distillation token (e.g. "
                                      "deit_fmnist_distilled), got vit_fmnist");
   }
   cfg.model = "deit_fmnist_distilled";
-  cfg.distill = "none";
+  cfg.image.distill = "none";
   try {
-    train::train_classifier(cfg);
+    train::train(cfg);
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()), "train: a teacher ('" + teacher + "') was given but --distill is none (use soft "
@@ -175,18 +175,18 @@ TEST(DistillTrainer, SettingsAreChecked) {
 TEST(DistillTrainer, HardDistillationRunRecordsSettingsAndPerHeadAccuracy) {
   const std::string dir = tmp_dir("hard");
   train::TrainConfig cfg = tiny_deit(dir + "/run");
-  cfg.teacher = save_teacher(dir, "resnet_fmnist_tiny", nlohmann::json::object());
-  cfg.distill = "hard";
-  cfg.alpha = 0.5;
-  cfg.tau = 1.0;
-  train::TrainResult r = train::train_classifier(cfg);
+  cfg.image.teacher = save_teacher(dir, "resnet_fmnist_tiny", nlohmann::json::object());
+  cfg.image.distill = "hard";
+  cfg.image.alpha = 0.5;
+  cfg.image.tau = 1.0;
+  train::TrainResult r = train::train(cfg);
   EXPECT_EQ(r.steps, 4);
-  EXPECT_FALSE(std::isnan(r.test_accuracy_cls));
-  EXPECT_FALSE(std::isnan(r.test_accuracy_dist));
+  EXPECT_FALSE(std::isnan(r.metric("test_accuracy_cls")));
+  EXPECT_FALSE(std::isnan(r.metric("test_accuracy_dist")));
   nlohmann::json meta = io::read_checkpoint_metadata(r.checkpoint);
   const auto& d = meta.at("train_state").at("distill");
   EXPECT_EQ(d.at("type"), "hard");
-  EXPECT_EQ(d.at("teacher"), cfg.teacher);
+  EXPECT_EQ(d.at("teacher"), cfg.image.teacher);
   EXPECT_EQ(d.at("alpha").get<double>(), 0.5);
   EXPECT_EQ(d.at("tau").get<double>(), 1.0);
   std::ifstream log(r.log);
@@ -204,7 +204,7 @@ TEST(DistillTrainer, HardDistillationRunRecordsSettingsAndPerHeadAccuracy) {
 TEST(DistillTrainer, NoneTrainsTheClassHeadOnly) {
   const std::string dir = tmp_dir("none");
   train::TrainConfig cfg = tiny_deit(dir + "/run");
-  train::TrainResult r = train::train_classifier(cfg);
+  train::TrainResult r = train::train(cfg);
   auto trained = train::load_classifier(r.checkpoint);
   manual_seed(cfg.seed);
   auto init = models::create_model(cfg.model, cfg.model_config);

@@ -13,7 +13,7 @@
 #include "attn/data/image.h"
 #include "attn/data/image_folder_splits.h"
 #include "attn/io/checkpoint.h"
-#include "attn/train/classifier.h"
+#include "attn/train/tasks/image_classification.h"
 #include "attn/train/explain.h"
 #include "torch_ref.h"
 #include "train_checks.h"
@@ -155,16 +155,16 @@ TEST(FolderTraining, LearnsAThreeClassFolderAndKeepsItsClassNames) {
   cfg.model = "vit_fmnist_demo";
   cfg.data = d;
   cfg.epochs = 4;
-  cfg.batch = 32;
+  cfg.image.batch = 32;
   cfg.lr = 2e-3;
   cfg.warmup_epochs = 0.5;
   cfg.seed = 3;
   cfg.out = d + "/run";
   cfg.progress = false;
   cfg.quiet = true;
-  const train::TrainResult r = train::train_classifier(cfg);
+  const train::TrainResult r = train::train(cfg);
   EXPECT_EQ(r.steps, 4 * (162 / 32));   // 180 images, 18 held out
-  EXPECT_GE(r.test_accuracy, 0.9) << "an easy three-class problem";
+  EXPECT_GE(r.metric("test_accuracy"), 0.9) << "an easy three-class problem";
   // The class count came from the folder; the names are in the checkpoint for predict / explain / eval.
   const auto meta = io::read_checkpoint_metadata(r.checkpoint);
   EXPECT_EQ(meta.at("config").at("num_classes"), 3);
@@ -175,11 +175,11 @@ TEST(FolderTraining, LearnsAThreeClassFolderAndKeepsItsClassNames) {
   // Evaluating the checkpoint on the folder's test split gives the trainer's figure.
   auto model = train::load_classifier(r.checkpoint);
   const data::ImageFolderSplits s = data::load_image_folder_splits(d, 28, 1);
-  EXPECT_DOUBLE_EQ(train::evaluate(*model, *s.test, in.mean, in.std).accuracy, r.test_accuracy);
+  EXPECT_DOUBLE_EQ(train::evaluate(*model, *s.test, in.mean, in.std).accuracy, r.metric("test_accuracy"));
   // A model whose class count is set to something else is refused before training.
   cfg.model_config = {{"num_classes", 10}};
   cfg.out = d + "/run10";
-  EXPECT_EQ(error_of([&] { train::train_classifier(cfg); }),
+  EXPECT_EQ(error_of([&] { train::train(cfg); }),
             "train: the model vit_fmnist_demo predicts 10 classes, but '" + d + "' has 3");
   fs::remove_all(d);
 }

@@ -12,9 +12,10 @@
 #include "attn/attn.h"
 #include "attn/io/checkpoint.h"
 #include "attn/io/safetensors.h"
-#include "attn/train/classifier.h"
+#include "attn/train/tasks/image_classification.h"
 #include "train_checks.h"
-#include "attn/train/seq2seq.h"
+#include "attn/train/tasks/translation.h"
+#include "attn/infer/translate.h"
 
 using namespace attn;
 
@@ -22,19 +23,19 @@ namespace {
 
 std::string tmp_dir(const std::string& name) { return test::fresh_tmp_dir("attn_seq2seq_test", name); }
 
-train::Seq2SeqConfig tiny_copy(const std::string& out) {
-  train::Seq2SeqConfig cfg;
+train::TrainConfig tiny_copy(const std::string& out) {
+  train::TrainConfig cfg;
   cfg.model = "transformer";
   cfg.model_config = {{"d_model", 64}, {"nhead", 4}, {"encoder_layers", 2}, {"decoder_layers", 2},
                       {"d_ff", 128}, {"dropout", 0.1}, {"max_length", 64}};
   cfg.data = "synthetic:copy";
-  cfg.synthetic_size = 2000;
-  cfg.max_tokens = 1024;
+  cfg.translation.synthetic_size = 2000;
+  cfg.translation.max_tokens = 1024;
   cfg.warmup_steps = 50;
   cfg.epochs = 1;
-  cfg.eval_sentences = 20;
-  cfg.beam = 1;
-  cfg.limit_test = 20;
+  cfg.translation.eval_sentences = 20;
+  cfg.translation.beam = 1;
+  cfg.translation.limit_test = 20;
   cfg.seed = 5;
   cfg.out = out;
   cfg.progress = false;
@@ -59,42 +60,42 @@ std::string error_of(const std::function<void()>& f) {
 
 TEST(Seq2SeqTrain, KilledAndResumedEqualsTheUninterruptedRun) {
   const std::string dir = tmp_dir("resume");
-  train::Seq2SeqResult ref = train::train_seq2seq(tiny_copy(dir + "/full"));
+  train::TrainResult ref = train::train(tiny_copy(dir + "/full"));
   ASSERT_GT(ref.steps, 8);
-  train::Seq2SeqConfig cfg = tiny_copy(dir + "/kill");
+  train::TrainConfig cfg = tiny_copy(dir + "/kill");
   cfg.checkpoint_every = 1;
   cfg.stop_after = ref.steps / 2;
-  train::Seq2SeqResult a = train::train_seq2seq(cfg);
+  train::TrainResult a = train::train(cfg);
   ASSERT_EQ(a.steps, ref.steps / 2);
-  EXPECT_TRUE(a.test_bleu_line.empty());   // killed: no final evaluation
+  EXPECT_FALSE(a.finished);   // killed: no final evaluation
   cfg.stop_after = 0;
   cfg.resume = true;
-  train::Seq2SeqResult b = train::train_seq2seq(cfg);
+  train::TrainResult b = train::train(cfg);
   EXPECT_EQ(b.steps, ref.steps);
   EXPECT_TRUE(same_bits(concat(a.step_losses, b.step_losses), ref.step_losses));
   EXPECT_TRUE(same_checkpoint(b.checkpoint, ref.checkpoint));
-  EXPECT_EQ(b.test_bleu, ref.test_bleu);
+  EXPECT_EQ(b.metric("test_bleu"), ref.metric("test_bleu"));
   std::filesystem::remove_all(dir);
 }
 
 // (Learning the copy task to 100% is models/decode_test's; here the trainer's loss must fall.)
 TEST(Seq2SeqTrain, TransformerTrainsAndTheCheckpointTranslatesAlone) {
   const std::string dir = tmp_dir("copy");
-  train::Seq2SeqConfig cfg = tiny_copy(dir);
+  train::TrainConfig cfg = tiny_copy(dir);
   cfg.model_config["dropout"] = 0.0;
-  cfg.synthetic_size = 3000;
+  cfg.translation.synthetic_size = 3000;
   cfg.epochs = 4;
   cfg.lr = 0.5;
   cfg.warmup_steps = 100;
-  cfg.limit_test = 50;
-  train::Seq2SeqResult r = train::train_seq2seq(cfg);
+  cfg.translation.limit_test = 50;
+  train::TrainResult r = train::train(cfg);
   std::printf("  copy: %lld steps, loss %.3f -> %.3f, test exact match %.1f%%, %.0f target tokens/s\n",
-              (long long)r.steps, r.step_losses.front(), r.step_losses.back(), 100 * r.test_exact_match,
-              r.tokens_per_second);
+              (long long)r.steps, r.step_losses.front(), r.step_losses.back(), 100 * r.metric("test_exact_match"),
+              r.items_per_second);
   EXPECT_LT(r.step_losses.back(), 0.75 * r.step_losses.front());
 
   // The checkpoint alone (model config + tokenizer inside) translates as the trained model did.
-  train::Translator t = train::load_translator(r.checkpoint);
+  infer::Translator t = infer::load_translator(r.checkpoint);
   EXPECT_EQ(t.tokenizer().kind(), "char");
   const std::vector<std::string> src = {"hello", "attention", "abcxyz"};
   const auto greedy = t.translate(src, 1);
@@ -103,7 +104,7 @@ TEST(Seq2SeqTrain, TransformerTrainsAndTheCheckpointTranslatesAlone) {
   EXPECT_EQ(t.translate(src, 1, 0.6, 0, /*batch=*/1), greedy);   // batching does not change results
 
   // The alignment of a copy is (nearly) the diagonal.
-  train::Alignment al = t.align("abcdefgh");
+  infer::Alignment al = t.align("abcdefgh");
   ASSERT_EQ(al.weights.dim(), 2);
   EXPECT_EQ(al.weights.size(1), 8);
   EXPECT_EQ(al.src_pieces.size(), 8u);
@@ -120,16 +121,16 @@ TEST(Seq2SeqTrain, TransformerTrainsAndTheCheckpointTranslatesAlone) {
 
 TEST(Seq2SeqTrain, RnnWithAttentionTrainsThroughTheSameTrainer) {
   const std::string dir = tmp_dir("rnn");
-  train::Seq2SeqConfig cfg = tiny_copy(dir);
+  train::TrainConfig cfg = tiny_copy(dir);
   cfg.model = "rnn-attention";
   cfg.model_config = {{"emb_dim", 32}, {"hidden", 64}, {"layers", 1}, {"dropout", 0.0}, {"max_length", 64}};
   cfg.epochs = 2;
-  train::Seq2SeqResult r = train::train_seq2seq(cfg);
+  train::TrainResult r = train::train(cfg);
   ASSERT_GT(r.steps, 4);
   EXPECT_LT(r.step_losses.back(), r.step_losses.front());
-  train::Translator t = train::load_translator(r.checkpoint);
+  infer::Translator t = infer::load_translator(r.checkpoint);
   EXPECT_EQ(t.model().config().at("model"), "rnn-attention");
-  train::Alignment al = t.align("abcd");
+  infer::Alignment al = t.align("abcd");
   EXPECT_EQ(al.weights.size(1), 4);
   std::filesystem::remove_all(dir);
 }
@@ -139,19 +140,19 @@ TEST(Seq2SeqTrain, AnImageCheckpointIsRefusedClearly) {
   auto m = models::create_model("mlp");
   const std::string path = dir + "/mlp.safetensors";
   io::save_checkpoint(path, *m, nullptr, {{"config", m->config()}});
-  EXPECT_FALSE(train::is_translation_checkpoint(path));
-  const std::string e = error_of([&] { train::load_translator(path); });
+  EXPECT_FALSE(infer::is_translation_checkpoint(path));
+  const std::string e = error_of([&] { infer::load_translator(path); });
   EXPECT_NE(e.find("holds the image model 'mlp', not a translation model"), std::string::npos) << e;
   std::filesystem::remove_all(dir);
 }
 
 TEST(Seq2SeqTrain, UnknownDataAndModelsAreNamed) {
-  train::Seq2SeqConfig cfg = tiny_copy(tmp_dir("bad"));
+  train::TrainConfig cfg = tiny_copy(tmp_dir("bad"));
   cfg.data = "/nonexistent/pairs.tsv";
-  EXPECT_NE(error_of([&] { train::train_seq2seq(cfg); }).find("no such file"), std::string::npos);
+  EXPECT_NE(error_of([&] { train::train(cfg); }).find("no such file"), std::string::npos);
   cfg.data = "synthetic:nope";
-  EXPECT_NE(error_of([&] { train::train_seq2seq(cfg); }).find("copy"), std::string::npos);
-  EXPECT_NE(error_of([&] { models::create_seq2seq("lstm-magic"); }).find("known: transformer, rnn-attention"),
+  EXPECT_NE(error_of([&] { train::train(cfg); }).find("copy"), std::string::npos);
+  EXPECT_NE(error_of([&] { models::create_seq2seq("lstm-magic"); }).find("known: rnn-attention, transformer"),
             std::string::npos);
-  std::filesystem::remove_all(cfg.out);
+  std::filesystem::remove_all(*cfg.out);
 }

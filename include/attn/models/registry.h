@@ -1,9 +1,13 @@
-// Named model variants, as timm's registry: a name and a JSON config rebuild any model, so a
-// checkpoint (which stores the config) is enough to reload it.
+// Every model by name, as timm's registry: a name and a JSON config rebuild any model, so a
+// checkpoint (which stores the config) is enough to reload it. Each entry names the task it is
+// trained on ("image-classification", "translation"), which picks the trainer's task.
 //
-//   auto m = models::create_model("mlp", {{"hidden", {256}}});   // overrides on the defaults
+//   auto m = models::create_model("mlp", {{"hidden", {256}}});   // an image classifier, overrides on the defaults
 //   Tensor logits = m->forward(images);                          // (B, classes)
+//   auto t = models::create("transformer", {{"vocab_size", 8000}});   // any model, as models::Model
 //   models::model_names();                                       // every registered name
+//   models::model_names("translation");                          // those of one task
+//   models::model_entry("vit_base_patch16_224").task;            // "image-classification"
 #pragma once
 #include <functional>
 #include <memory>
@@ -16,12 +20,20 @@
 
 namespace attn::models {
 
+inline constexpr const char* kImageClassification = "image-classification";
+inline constexpr const char* kTranslation = "translation";
+
+// What every registered model offers: its full config, including "model" (the registry name), so
+// that create(cfg["model"], cfg) rebuilds it.
+class Model : public nn::Module {
+ public:
+  virtual nlohmann::json config() const = 0;
+};
+
 // An image classifier: images (B, C, H, W) f32 -> logits (B, classes).
-class ImageClassifier : public nn::Module {
+class ImageClassifier : public Model {
  public:
   virtual Tensor forward(const Tensor& images) = 0;
-  // The full config, including "model" (the registry name): create_model(cfg["model"], cfg) rebuilds it.
-  virtual nlohmann::json config() const = 0;
   // Multiply-accumulates per image of the forward pass (counted per layer; FLOPs = 2 x MACs).
   virtual int64_t macs_per_image() const { return 0; }
 };
@@ -30,15 +42,31 @@ struct ModelEntry {
   std::string name;
   std::string description;
   nlohmann::json defaults;   // the variant's config; overrides are merged over it
-  std::function<std::shared_ptr<ImageClassifier>(const nlohmann::json& cfg)> make;
+  std::function<std::shared_ptr<Model>(const nlohmann::json& cfg)> make;
+  std::string task = kImageClassification;
+  // false: `make` receives the overrides as given (with "model") and merges and checks them against
+  // its defaults itself (configs with aliases, e.g. the Transformer's "layers").
+  bool merge_defaults = true;
 };
 
 void register_model(ModelEntry entry);
 // Throws attn::Error naming the known models when `name` is unknown, and the bad key when an
 // override names a key the model does not have.
+std::shared_ptr<Model> create(const std::string& name, const nlohmann::json& overrides = nlohmann::json::object());
+// The same, for a model that must be an image classifier (an error names the model's task otherwise).
 std::shared_ptr<ImageClassifier> create_model(const std::string& name,
                                               const nlohmann::json& overrides = nlohmann::json::object());
-std::vector<std::string> model_names();
+// Every registered name, or those whose task is `task`.
+std::vector<std::string> model_names(const std::string& task = "");
 const ModelEntry& model_entry(const std::string& name);
+bool has_model(const std::string& name);
+
+// Each model family registers its entries from its own file (register_<family>_models); the
+// registry calls them on first use.
+void register_mlp_models();
+void register_vit_models();
+void register_resnet_models();
+void register_transformer_models();
+void register_rnn_seq2seq_models();
 
 }  // namespace attn::models

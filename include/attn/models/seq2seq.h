@@ -20,7 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn/core/rng.h"
-#include "attn/nn/module.h"
+#include "attn/models/registry.h"
 
 namespace attn::models {
 
@@ -38,7 +38,7 @@ class DecodeState {
   virtual int64_t steps() const = 0;   // tokens decoded so far
 };
 
-class Seq2SeqModel : public nn::Module {
+class Seq2SeqModel : public Model {
  public:
   // Teacher forcing: -> logits (B, T, V). Dropout as the module's training mode says.
   virtual Tensor forward(const Tensor& src, const Tensor& src_pad, const Tensor& tgt_in) = 0;
@@ -58,14 +58,12 @@ class Seq2SeqModel : public nn::Module {
   virtual Tensor step(DecodeState& state, const Tensor& tokens, Tensor* attention = nullptr) = 0;
   virtual int64_t vocab_size() const = 0;
   virtual int64_t max_length() const = 0;   // longest source / target the model accepts
-  // The full config including "model" (the registry name): create_seq2seq(cfg["model"], cfg) rebuilds it.
-  virtual nlohmann::json config() const = 0;
 };
 
-// Registry (src/models/seq2seq_registry.cpp): "transformer", "rnn-attention", ... Throws
-// attn::Error naming the known models for an unknown name, and the bad key for an unknown override.
+// A registered translation model (models/registry.h: "transformer", "rnn-attention", ...). Throws
+// attn::Error naming the known translation models for another name, and the bad key for an unknown
+// override.
 std::shared_ptr<Seq2SeqModel> create_seq2seq(const std::string& name,
                                              const nlohmann::json& overrides = nlohmann::json::object());
-std::vector<std::string> seq2seq_names();
 
 }  // namespace attn::models

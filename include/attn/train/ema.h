@@ -22,7 +22,7 @@ class ModelEma {
   // `ema`: a module of the same architecture; its weights are set to `model`'s.
   ModelEma(std::shared_ptr<nn::Module> ema, const nn::Module& model, double decay = 0.9999);
   // A copy of a registry model rebuilt from its config (the global generator is left as it was).
-  static ModelEma of(const models::ImageClassifier& model, double decay = 0.9999);
+  static ModelEma of(const models::Model& model, double decay = 0.9999);
 
   void update(const nn::Module& model);   // one EMA step
   void set(const nn::Module& model);      // copy every parameter and buffer
@@ -30,6 +30,8 @@ class ModelEma {
   void set_decay(double d);
   nn::Module& module() const { return *ema_; }
   const std::shared_ptr<nn::Module>& module_ptr() const { return ema_; }
+  // The copy as the registry model it is.
+  std::shared_ptr<models::Model> model() const;
   // The copy as a classifier (for train::evaluate); throws when it is not one.
   std::shared_ptr<models::ImageClassifier> classifier() const;
 

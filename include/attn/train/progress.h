@@ -33,5 +33,6 @@ class ProgressBar {
 };
 
 std::string format_duration(double seconds);   // "1:05:09", "4:02"
+std::string format_fixed(double v, int decimals = 4);   // "0.4938"
 
 }  // namespace attn::train

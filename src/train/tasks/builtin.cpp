@@ -1,0 +1,16 @@
+// The tasks attn trains, registered under the task kinds the model registry names.
+#include "attn/train/tasks/image_classification.h"
+#include "attn/train/tasks/translation.h"
+
+namespace attn::train {
+
+void register_builtin_tasks() {
+  static const bool done = [] {
+    register_task(models::kImageClassification, make_image_classification_task);
+    register_task(models::kTranslation, make_translation_task);
+    return true;
+  }();
+  (void)done;
+}
+
+}  // namespace attn::train
