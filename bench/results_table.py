@@ -21,7 +21,9 @@ Record schema (one JSON object a line; bench/results/*.jsonl hold normalised rec
     peer time / attn time or attn rate / peer rate) is computed from "attn" and the first peer when absent and
     both are single numbers. The target of each (benchmark, case) is in BENCHMARKS below, stated once; "met"
     is given only where the figures cannot decide it (a summary over rows), otherwise the target decides it,
-    from the lowest value of a range. time, peers, ratio, met, extra and note are optional.
+    from the lowest value of a range. time, peers, ratio, met, extra and note are optional; "attn" is null
+    where only the ratio was recorded. unit: ms, s, MB, MiB (lower is better), tok/s, GFLOP/s, %, BLEU.
+    Accuracy tables show attn minus the first peer ("difference") instead of a ratio.
 
 bench/run_all.sh writes a raw file: a host record (--host-record), then for each benchmark a
 {"kind": "command", "command": "..."} record followed by the lines the program printed (the bench
