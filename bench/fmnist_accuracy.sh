@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 4's accuracy and distillation targets on Fashion-MNIST: long runs (hours), so a benchmark, not a
+# The accuracy and distillation targets on Fashion-MNIST: long runs (hours), so a benchmark, not a
 # test. Run each mode on a quiet machine (nothing else running: 2 threads, OMP_WAIT_POLICY=PASSIVE for
 # both attn and PyTorch). Every run writes its own directory under WORK (default runs/fmnist-accuracy)
 # with attn's metrics.json / log.jsonl / curve.svg, and the script prints a summary table at the end.
@@ -9,8 +9,8 @@
 #                                                         # final-epoch test accuracy >= 92%. A run stopped
 #                                                         # part-way continues with `... --resume`;
 #                                                         # metrics.json's seconds sum the pieces.
-#                                                         # BUDGET_MODEL=vit_fmnist with 16 epochs was
-#                                                         # session 4's run (directory budget-e16);
+#                                                         # BUDGET_MODEL=vit_fmnist with 16 epochs writes
+#                                                         # the directory budget-e16;
 #                                                         # BUDGET_TAG=NAME appends -NAME to the directory
 #   bash bench/fmnist_accuracy.sh BUILD peer              # attn vs PyTorch (bench/peers/vit_fmnist_train.py),
 #                                                         # same model + recipe + training images, 10 epochs,

@@ -10,7 +10,7 @@
 #
 #   bash bench/folder_eval.sh [BUILD_DIR] [--images N] [--model NAME] [--batch B] [--rounds R]
 #
-# No target in the issues; a figure for docs/results.md.
+# No target; a figure for docs/results.md.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-build}

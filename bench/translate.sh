@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Driver of bench/translate_train_bench (issue 6): attn vs PyTorch translation training on the same
+# Driver of bench/translate_train_bench: attn vs PyTorch translation training on the same
 # batches. Usage:
 #   bench/translate.sh BUILD_DIR quick        # 30 steps, 50 test sentences: plumbing check (~2 min)
 #   bench/translate.sh BUILD_DIR 6min [ARGS]  # attn trains 6 minutes, PyTorch the same steps, beam 4 too
 #   bench/translate.sh BUILD_DIR hour [ARGS]  # the 60-minute version
 #   bench/translate.sh BUILD_DIR custom ARGS  # any flags of translate_train_bench
-#     The hour in two halves (e.g. two sessions; the batches depend only on data, vocabulary and seed,
+#     The hour in two halves (e.g. on two days; the batches depend only on data, vocabulary and seed,
 #     and both halves print their FNV-1a hash):
 #       bench/translate.sh BUILD_DIR custom --minutes 60 --beam 4 --no-peer --work runs/translate_hour_attn
 #       bench/translate.sh BUILD_DIR custom --steps N --peer-only --work runs/translate_hour_peer  # N: the attn half's steps

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 5's inference targets, side by side in one run: `attn bench` against its PyTorch peer
+# The ViT / DeiT inference targets, side by side in one run: `attn bench` against its PyTorch peer
 # (bench/peers/vit_infer.py, torchvision's VisionTransformer with the same config and random
 # weights) at 2 threads, f32, for ViT-B/16 batch 1 and 8, DeiT-Ti and DeiT-S batch 1. Both sides run
 # with OMP_WAIT_POLICY=PASSIVE and without; the better median of each is compared (the table says

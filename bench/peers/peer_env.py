@@ -1,7 +1,7 @@
 """Imported by every PyTorch peer in bench/peers/ before torch: puts PyTorch's BLAS at its best on this CPU.
 
 Debian's torch 1.13.1 runs its fp32 GEMMs on OpenBLAS 0.3.21, whose kernel choice depends on the CPU
-and on OPENBLAS_CORETYPE. These machines' environment sets OPENBLAS_CORETYPE=Haswell (found in session 17;
+and on OPENBLAS_CORETYPE. These machines' environment sets OPENBLAS_CORETYPE=Haswell (found on 2026-12-01;
 not set by anything in this repository), and OpenBLAS 0.3.21 would pick the same AVX2 kernels by itself
 on AMD's AVX-512 cores (Zen 4, Zen 5), which it does not know. On the Zen 5 host of 2026-12-01 F.linear
 at (197 x 768) . (768 x 3072) ran at 155 GFLOP/s with them and at 282 GFLOP/s with

@@ -1,0 +1,668 @@
+#!/usr/bin/env python3
+"""Writes docs/results.md from benchmark records (JSON lines); python3 standard library only.
+
+  python3 bench/results_table.py                      # bench/results/*.jsonl -> docs/results.md
+  python3 bench/results_table.py A.jsonl B.jsonl      # other record files (--out PATH for another page)
+  python3 bench/results_table.py --add RUN.jsonl      # a bench/run_all.sh run: normalise it into
+                                                      # bench/results/<date>-<host>.jsonl, then rewrite the page
+  python3 bench/results_table.py --host-record        # prints this machine as a host record (from /proc/cpuinfo)
+
+Record schema (one JSON object a line; bench/results/*.jsonl hold normalised records only):
+
+  host record    {"kind": "host", "host": "zen5", "cpu": "AMD EPYC ...", "flags": "AVX2, FMA, AVX-512, ...",
+                  "vcpus": 2, "date": "2026-12-01", "time": "14:43 UTC", "fma_gflops": 410.2 | [407, 412],
+                  "gemm_gflops": "...", "note": "..."}                      (fma_gflops .. note optional)
+  result record  {"kind": "speed" | "memory" | "accuracy", "benchmark": "vit_infer", "case": "ViT-B/16, batch 1",
+                  "host": "zen5", "date": "2026-12-01", "time": "14:43–14:47 UTC", "command": "bash bench/...",
+                  "unit": "ms", "attn": 103.7, "peers": {"PyTorch": 274.7}, "ratio": 2.65, "met": true,
+                  "extra": {"limit_mb": 550, "seconds": 6205, "gflops": 219.0, "fraction_of_onednn": 0.954},
+                  "note": "..."}
+    A figure is a number or [low, high] (a range over runs). "ratio" (speed: how many times faster attn is,
+    peer time / attn time or attn rate / peer rate) is computed from "attn" and the first peer when absent and
+    both are single numbers. The target of each (benchmark, case) is in BENCHMARKS below, stated once; "met"
+    is given only where the figures cannot decide it (a summary over rows), otherwise the target decides it,
+    from the lowest value of a range. time, peers, ratio, met, extra and note are optional; "attn" is null
+    where only the ratio was recorded. unit: ms, s, MB, MiB (lower is better), tok/s, GFLOP/s, %, BLEU.
+    Accuracy tables show attn minus the first peer ("difference") instead of a ratio.
+
+bench/run_all.sh writes a raw file: a host record (--host-record), then for each benchmark a
+{"kind": "command", "command": "..."} record followed by the lines the program printed (the bench
+programs' own JSON summaries, {"bench": "linear", ...}, and bench/vit_infer.sh's per-run lines
+{"model": ..., "batch": ..., "policy": ..., "attn": {...}, "torch": {...}}). --add turns those into result
+records; the host, date and command come from the records before them, the targets from BENCHMARKS.
+"""
+import argparse
+import datetime
+import glob
+import json
+import os
+import re
+import sys
+from decimal import Decimal
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS_DIR = os.path.join(ROOT, "bench", "results")
+PAGE = os.path.join(ROOT, "docs", "results.md")
+
+LOWER_IS_BETTER = {"ms", "s", "MB", "MiB"}
+
+
+class RecordError(Exception):
+    pass
+
+
+# ---- figures ---------------------------------------------------------------------------------------------
+
+NUM = (int, float, Decimal)   # record files are read with parse_float=Decimal: figures print as written
+
+
+def is_num(x):
+    return isinstance(x, NUM) and not isinstance(x, bool)
+
+
+def is_figure(x):
+    return is_num(x) or (isinstance(x, list) and len(x) == 2 and all(is_num(v) for v in x))
+
+
+def low(x):
+    return min(x) if isinstance(x, list) else x
+
+
+def fmt_num(x):
+    if isinstance(x, int) or (abs(x) >= 1000 and x == int(x)):
+        return f"{int(x):,}"
+    return f"{x:,}"
+
+
+def fmt_fig(x, unit=""):
+    if x is None:
+        return "—"
+    s = f"{fmt_num(x[0])}–{fmt_num(x[1])}" if isinstance(x, list) else fmt_num(x)
+    if unit == "%":
+        return s + "%"
+    return f"{s} {unit}" if unit else s
+
+
+def fmt_ratio(x):
+    if x is None:
+        return "—"
+    if isinstance(x, list):
+        return f"{fmt_num(x[0])}–{fmt_num(x[1])}×"
+    return f"{x:.2f}×"
+
+
+def sig(x, digits=4):
+    """Rounds a measured float for the page (derived records only)."""
+    if x is None or x != x:
+        return None
+    if x == 0:
+        return 0
+    from math import floor, log10
+    d = max(0, digits - 1 - int(floor(log10(abs(x)))))
+    return round(x, min(d, 3)) if abs(x) < 1000 else round(x)
+
+
+def ratio_of(rec):
+    """How many times faster attn is than the first peer, or None."""
+    if rec.get("ratio") is not None:
+        return rec["ratio"]
+    if rec["kind"] != "speed":
+        return None
+    peers = rec.get("peers") or {}
+    if not peers:
+        return None
+    a, p = rec.get("attn"), next(iter(peers.values()))
+    if not is_num(a) or not is_num(p) or not a or not p:
+        return None
+    return round(float(p / a if rec["unit"] in LOWER_IS_BETTER else a / p), 2)
+
+
+# ---- targets: one table of them, per benchmark and case ---------------------------------------------------
+
+class Target:
+    def __init__(self, text, check=None):
+        self.text, self.check = text, check   # check(record) -> True / False / None (cannot tell)
+
+
+def faster(x):
+    """attn at least x times as fast as the peer."""
+    def check(r):
+        q = ratio_of(r)
+        return None if q is None else low(q) >= x
+    return Target(f"≥ {x:g}× PyTorch", check)
+
+
+def linear_target():
+    def check(r):
+        e = r.get("extra") or {}
+        gf = r["attn"] if r["unit"] == "GFLOP/s" else e.get("gflops")
+        fr = e.get("fraction_of_onednn")
+        parts = [None if gf is None else low(gf) >= 370, None if fr is None else low(fr) >= 0.95]
+        if False in parts:
+            return False
+        return None if None in parts else True
+    return Target("≥ 370 GFLOP/s and ≥ 95% of a bare pre-packed oneDNN matmul", check)
+
+
+def memory_target():
+    def check(r):
+        lim = (r.get("extra") or {}).get("limit_mb")
+        return None if lim is None else low(r["attn"]) <= lim
+    return Target("steady-state RSS ≤ 1.3 × weights + 100 MB", check)
+
+
+def accuracy_at_least(pct, seconds=None):
+    def check(r):
+        ok = low(r["attn"]) >= pct
+        if seconds is not None:
+            s = (r.get("extra") or {}).get("seconds")
+            if s is None:
+                return None
+            ok = ok and s <= seconds
+        return ok
+    text = f"≥ {pct:g}% test accuracy" + (f" within {seconds:,} s of training" if seconds else "")
+    return Target(text, check)
+
+
+def within_points_of_peer(points, what="PyTorch"):
+    def check(r):
+        peers = r.get("peers") or {}
+        if not peers:
+            return None
+        return abs(r["attn"] - next(iter(peers.values()))) <= points + 1e-9
+    return Target(f"within {points:g} point{'s' if points != 1 else ''} of {what}", check)
+
+
+def beats_peer(what):
+    def check(r):
+        peers = r.get("peers") or {}
+        return None if not peers else r["attn"] > next(iter(peers.values()))
+    return Target(f"above {what}", check)
+
+
+NO_TARGET = Target("none (reported)")
+
+
+class Bench:
+    def __init__(self, key, kind, title, about, cases, peer_label="PyTorch"):
+        self.key, self.kind, self.title, self.about, self.cases = key, kind, title, about, cases
+        self.peer_label = peer_label
+
+
+VIT_CASES = ["ViT-B/16, batch 1", "ViT-B/16, batch 8", "DeiT-Ti, batch 1", "DeiT-S, batch 1"]
+
+BENCHMARKS = [
+    Bench("vit_infer", "speed", "ViT / DeiT inference, f32",
+          "`attn bench` against torchvision's VisionTransformer with the same config, random weights, 224 × 224, "
+          "median latency; each side the better of OMP_WAIT_POLICY=PASSIVE and the default.",
+          dict(zip(VIT_CASES, [faster(1.45), faster(1.2), faster(2), faster(2)]))),
+    Bench("vit_infer_bf16", "speed", "ViT / DeiT inference, bf16",
+          "The same with bf16 Linear weights (f32 accumulation) against PyTorch with the model and input cast "
+          "to bf16. Needs a CPU with a bf16 matmul (AVX512-BF16 or AMX) on both sides; the targets were set for "
+          "an Intel with AMX.",
+          dict(zip(VIT_CASES, [faster(1.8), faster(1.5), faster(1.8), faster(1.8)]))),
+    Bench("vit_train", "speed", "Fashion-MNIST ViTs: training step and inference",
+          "Training step at batch 128 (AdamW) and inference at batch 256, against the same model in PyTorch "
+          "(its inference timed whole and in slices of 16 and 32, its best counted); with --rounds, the median "
+          "of alternated rounds. vit_fmnist_small: patch 4, D 128, depth 6, 4 heads, MLP 256; vit_fmnist: "
+          "D 192, 3 heads, MLP 768.",
+          {"vit_fmnist_small, training step": faster(1.5), "vit_fmnist_small, inference": faster(2),
+           "vit_fmnist, training step": faster(1.5), "vit_fmnist, inference": faster(2)}),
+    Bench("encoder_block", "speed", "Pre-norm Transformer encoder block",
+          "D 768, 12 heads, T 197, batch 8, f32; median of the timed runs, each side at its better wait policy.",
+          {"forward + backward": faster(1.5), "forward (training)": NO_TARGET, "forward, no grad": NO_TARGET}),
+    Bench("attention", "speed", "Scaled dot-product attention",
+          "attn's fused kernel against PyTorch's softmax(q·kᵀ/√d)·v at B 1, 12 heads, head size 64, f32; "
+          "median of the rounds' ratios, attn and PyTorch alternated.",
+          {"forward, T = 197": faster(1.5), "forward, T = 1024": faster(3), "forward, T = 4096": faster(3),
+           "forward + backward, T = 1024": faster(2)}),
+    Bench("linear", "speed", "Linear layer at ViT-B/16's MLP shape",
+          "(197 × 768) · (768 × 3072) + bias, f32, against PyTorch's F.linear and a bare oneDNN matmul with "
+          "pre-packed weights (the ceiling for this shape).",
+          {"packed weight (inference's path)": linear_target(), "plain weight (training's path)": linear_target()}),
+    Bench("linear_train", "speed", "A linear layer's three training products",
+          "x·Wᵀ + b, dy·W and dyᵀ·x as attn's linear node runs them, against PyTorch's same three: the "
+          "training-step speed-up the GEMMs alone allow.",
+          {}),
+    Bench("kernels", "speed", "Layer norm, softmax, GELU and the fused kernels",
+          "Forward and backward at 8 × 197 × 768 and 128 × 50 × 192; fused: bias + GELU and residual + "
+          "layer norm against PyTorch's unfused ops.",
+          {"every row": Target("each row: forward ≥ 1.2× (or ≥ 80% of memcpy), backward ≥ 1.5×, fused ≥ 2×")}),
+    Bench("mlp_train", "speed", "MLP training step",
+          "784-512-512-10, batch 128, AdamW, f32.",
+          {"training step": faster(1.5)}),
+    Bench("conv", "speed", "Convolution stack training step",
+          "A small ResNet-style stack (3 × 3 convolutions, batch norm, ReLU, max pool) on 128 images of 28 × 28.",
+          {"training step": NO_TARGET}),
+    Bench("translate_train", "speed", "Translation training",
+          "Transformer 3 + 3 layers, d 256, 4 heads, d_ff 1,024, dropout 0.1, 8,000-piece vocabulary, "
+          "4,096-token batches on the English → Spanish Bible, against torch.nn.Transformer on the identical "
+          "batches; target tokens per second over steps after the tenth, both under OMP_WAIT_POLICY=PASSIVE.",
+          {"training": faster(1.5)}),
+    Bench("transformer_decode", "speed", "Batched greedy decoding",
+          "Transformer 3 + 3 layers, d 256, 8 heads, vocabulary 8,000, batch 32, 32 steps; attn's KV cache "
+          "against PyTorch's functional ops with its own KV cache (target tokens per second).",
+          {"with a KV cache": faster(1.5), "without a cache": NO_TARGET}),
+    Bench("folder_eval", "speed", "Evaluating foreign weights on an image folder",
+          "`attn eval --weights` against ImageFolder + DataLoader + VisionTransformer: the whole loop "
+          "(decoding, resize, crop, normalise, forward).",
+          {}),
+    Bench("vit_memory", "memory", "Inference memory",
+          "Peak resident set of `attn bench`'s timed passes (counted afresh after loading).",
+          {f"{d} {c}": memory_target() for d in ("f32", "bf16") for c in VIT_CASES}),
+    Bench("fmnist_budget", "accuracy", "Fashion-MNIST in a 2-hour budget",
+          "A ViT trained from scratch on 2 threads; final-epoch test accuracy; recipe: AdamW 1e-3, weight decay "
+          "0.05, 1 warm-up epoch then cosine, label smoothing 0.1, crop + flip, batch 128, seed 0.",
+          {"vit_fmnist_small, patch 4, 50 epochs": accuracy_at_least(92, 7200),
+           "hybrid ViT (2-conv stem), 50 epochs": accuracy_at_least(92, 7200)}, peer_label=None),
+    Bench("fmnist_vs_pytorch", "accuracy", "Fashion-MNIST, attn against PyTorch on one recipe",
+          "vit_fmnist_small, 10 epochs, the same recipe and 55,000 training images on both sides; test accuracy, "
+          "mean of seeds 0 and 1.",
+          {"vit_fmnist_small, 10 epochs": within_points_of_peer(0.5)}),
+    Bench("fmnist_teacher", "accuracy", "CNN teacher for distillation",
+          "resnet_fmnist (stages 32 / 64 / 128 × 2 basic blocks), 15 epochs, AdamW 2e-3; test accuracy.",
+          {"resnet_fmnist, 15 epochs": accuracy_at_least(93)}, peer_label=None),
+    Bench("distillation", "accuracy", "DeiT distillation on Fashion-MNIST",
+          "deit_fmnist_small_distilled with the resnet_fmnist teacher against vit_fmnist_small without it, "
+          "10 epochs, the budget recipe; test accuracy (both heads averaged), mean of seeds 0 and 1.",
+          {"hard distillation": beats_peer("no distillation"), "soft distillation": NO_TARGET},
+          peer_label="no distillation"),
+    Bench("translation_bleu", "accuracy", "Translation quality after one hour of training",
+          "English → Spanish Bible verses (KJV → Reina-Valera 1909), 8,000-piece SentencePiece vocabulary, "
+          "test BLEU on 1,000 verses as sacreBLEU computes it (13a); PyTorch trained on the identical batches.",
+          {"Transformer, greedy": within_points_of_peer(1), "Transformer, beam 4": NO_TARGET,
+           "RNN with attention, greedy": NO_TARGET, "RNN with attention, beam 4": NO_TARGET}),
+]
+BENCH = {b.key: b for b in BENCHMARKS}
+
+
+# ---- reading records -------------------------------------------------------------------------------------
+
+REQUIRED = {
+    "host": ["host", "cpu", "flags", "date"],
+    "speed": ["benchmark", "case", "host", "date", "command", "unit", "attn"],
+    "memory": ["benchmark", "case", "host", "date", "command", "unit", "attn"],
+    "accuracy": ["benchmark", "case", "host", "date", "command", "unit", "attn"],
+}
+
+
+def check_record(rec, where):
+    kind = rec.get("kind")
+    if kind not in REQUIRED:
+        raise RecordError(f"{where}: expected \"kind\" to be one of {sorted(REQUIRED)}, found {kind!r}")
+    missing = [k for k in REQUIRED[kind] if k not in rec]
+    if missing:
+        raise RecordError(f"{where}: a {kind} record needs {', '.join(missing)}; found keys {sorted(rec)}")
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", rec["date"]):
+        raise RecordError(f"{where}: expected \"date\" as YYYY-MM-DD, found {rec['date']!r}")
+    if kind == "host":
+        return
+    if rec["benchmark"] not in BENCH:
+        raise RecordError(f"{where}: unknown benchmark {rec['benchmark']!r}; known: {', '.join(BENCH)}")
+    if BENCH[rec["benchmark"]].kind != kind:
+        raise RecordError(f"{where}: benchmark {rec['benchmark']!r} is a {BENCH[rec['benchmark']].kind} "
+                          f"benchmark, found kind {kind!r}")
+    for name, x in [("attn", rec["attn"])] + [(f"peers.{k}", v) for k, v in (rec.get("peers") or {}).items()]:
+        if x is not None and not is_figure(x):
+            raise RecordError(f"{where}: expected {name} to be a number or [low, high], found {x!r}")
+    if rec.get("ratio") is not None and not is_figure(rec["ratio"]):
+        raise RecordError(f"{where}: expected ratio to be a number or [low, high], found {rec['ratio']!r}")
+
+
+def read_lines(path, parse_float=float):
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                out.append((f"{path}:{n}", json.loads(line, parse_float=parse_float)))
+            except json.JSONDecodeError as e:
+                raise RecordError(f"{path}:{n}: not a JSON object ({e})") from None
+    return out
+
+
+def read_records(paths):
+    hosts, results = {}, []
+    for i, path in enumerate(paths):
+        for where, rec in read_lines(path, parse_float=Decimal):
+            check_record(rec, where)
+            rec["_order"] = (i, where)
+            if rec["kind"] == "host":
+                old = hosts.get(rec["host"])
+                if old is None or (old["date"], old.get("time", "")) <= (rec["date"], rec.get("time", "")):
+                    hosts[rec["host"]] = rec
+            else:
+                results.append(rec)
+    for r in results:
+        if r["host"] not in hosts:
+            raise RecordError(f"{r['_order'][1]}: host {r['host']!r} has no host record in the files read")
+    return hosts, results
+
+
+# ---- this machine ----------------------------------------------------------------------------------------
+
+def amd_zen(family, model):
+    if family == 23:
+        return "Zen 2" if model >= 0x30 else "Zen"
+    if family == 25:
+        return "Zen 4" if 0x10 <= model <= 0x1F or 0x60 <= model <= 0x7F or 0xA0 <= model <= 0xAF else "Zen 3"
+    if family == 26:
+        return "Zen 5"
+    return None
+
+
+def host_record():
+    info = {}
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if not line.strip():
+                if info:
+                    break
+                continue
+            k, _, v = line.partition(":")
+            info.setdefault(k.strip(), v.strip())
+    flags = set(info.get("flags", "").split())
+    family, model = int(info.get("cpu family", "0")), int(info.get("model", "0"))
+    name = info.get("model name", "unknown CPU")
+    gen = amd_zen(family, model) if info.get("vendor_id") == "AuthenticAMD" else None
+    have = [label for flag, label in [("avx2", "AVX2"), ("fma", "FMA"), ("avx512f", "AVX-512"),
+                                      ("avx512_bf16", "AVX512-BF16"), ("amx_tile", "AMX")] if flag in flags]
+    lack = [label for flag, label in [("avx512f", "AVX-512"), ("avx512_bf16", "AVX512-BF16"), ("amx_tile", "AMX")]
+            if flag not in flags]
+    now = datetime.datetime.now(datetime.timezone.utc)
+    key = gen.lower().replace(" ", "") if gen else re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    return {"kind": "host", "host": key,
+            "cpu": f"{name}, CPU family {family} model {model}" + (f" ({gen})" if gen else ""),
+            "flags": ", ".join(have) + ("; no " + ", no ".join(lack) if lack else ""),
+            "vcpus": os.cpu_count(), "date": now.strftime("%Y-%m-%d"), "time": now.strftime("%H:%M UTC")}
+
+
+# ---- a run_all.sh run: raw lines -> result records -------------------------------------------------------
+
+MODEL_LABEL = {"vit_base_patch16_224": "ViT-B/16", "deit_tiny_patch16_224": "DeiT-Ti",
+               "deit_small_patch16_224": "DeiT-S"}
+
+
+def normalise(path):
+    host, command, out, vit_infer, fma = None, None, [], {}, []
+
+    def rec(kind, bench, case, unit, attn, peer, **kw):
+        r = {"kind": kind, "benchmark": bench, "case": case, "host": host["host"], "date": host["date"],
+             "time": host["time"], "command": command, "unit": unit, "attn": sig(attn),
+             "peers": {} if peer is None or peer != peer else {"PyTorch": sig(peer)}}
+        r.update({k: v for k, v in kw.items() if v is not None})
+        out.append(r)
+
+    def convert(j, b):
+        """One line a program printed -> result records (appended to out)."""
+        if b == "fma_peak":
+            fma.append(j["gflops_n"])
+        elif b == "linear":
+            m, k, n = j["shape"]
+            gf = 2.0 * m * k * n * 1e-6
+            shape = f"{m} × {k} × {n}"
+            default = [m, k, n] == [197, 768, 3072]
+            for case, ms, frac in [("packed weight (inference's path)", j["attn_packed_ms"],
+                                    j["packed_fraction_of_onednn"]),
+                                   ("plain weight (training's path)", j["attn_ms"], j["fraction_of_onednn"])]:
+                rec("speed", "linear", case if default else f"{shape}, {case}", "GFLOP/s", gf / ms, gf / j["torch_ms"],
+                    extra={"fraction_of_onednn": sig(frac, 3)})
+        elif b == "linear_train":
+            rec("speed", "linear_train", "all products of the shapes run", "ms", j["attn_ms"], j["torch_ms"])
+        elif b == "mlp_train":
+            rec("speed", "mlp_train", "training step", "ms", j["attn_ms"], j["torch_ms"])
+        elif b == "conv":
+            rec("speed", "conv", "training step", "ms", j["attn_step_ms"], j["torch_step_ms"])
+        elif b == "encoder_block":
+            for key, case in [("step", "forward + backward"), ("fwd", "forward (training)"),
+                              ("infer", "forward, no grad")]:
+                if key in j:
+                    rec("speed", "encoder_block", case, "ms", j[key]["attn_median_ms"], j[key]["torch_median_ms"])
+        elif b == "attention":
+            mem = j.get("mem4096") or {}
+            for key, case in [("fwd197", "forward, T = 197"), ("fwd1024", "forward, T = 1024"),
+                              ("fwd4096", "forward, T = 4096"), ("fwdbwd1024", "forward + backward, T = 1024")]:
+                if key not in j:
+                    continue
+                note = None
+                if key == "fwd4096" and mem.get("fused_bytes") is not None and mem.get("torch_bytes") is not None:
+                    note = (f"peak extra memory of one forward: attn {mem['fused_bytes'] / 2**20:,.2f} MiB, "
+                            f"PyTorch {mem['torch_bytes'] / 2**20:,.1f} MiB")
+                q = j[key].get("torch_over_fused")
+                rec("speed", "attention", case, "ms", j[key]["fused_ms"], j[key]["torch_ms"],
+                    ratio=None if q is None else round(q, 2), note=note)
+        elif b == "vit_train":
+            model = j["model"]
+            rec("speed", "vit_train", f"{model}, training step", "ms", j["attn_ms"], j["torch_ms"],
+                ratio=round(j["train_speedup"], 2))
+            rec("speed", "vit_train", f"{model}, inference", "ms", j["attn_infer_ms"], j["torch_infer_ms"],
+                ratio=round(j["infer_speedup"], 2))
+        elif b == "transformer_decode":
+            rec("speed", "transformer_decode", "with a KV cache", "tok/s", j["attn_cached_tok_s"],
+                j["torch_cached_tok_s"])
+            rec("speed", "transformer_decode", "without a cache", "tok/s", j["attn_uncached_tok_s"],
+                j["torch_uncached_tok_s"])
+        elif b == "translate_train":
+            if j.get("sides") == "both":
+                rec("speed", "translate_train", "training", "tok/s", j["attn"]["tokens_per_second"],
+                    j["torch"]["tokens_per_second"])
+        elif "model" in j and "policy" in j and "attn" in j and "torch" in j:   # bench/vit_infer.sh
+            key = (command, j["model"], j["batch"], j["attn"].get("dtype", "f32"))
+            vit_infer.setdefault(key, []).append(j)
+        # other lines (a bench without a JSON summary, or one this script does not know) are skipped
+
+    for where, j in read_lines(path):
+        if j.get("kind") == "host":
+            host = j
+            continue
+        if j.get("kind") == "command":
+            command = j["command"]
+            continue
+        b = j.get("bench")
+        if host is None or (command is None and b != "fma_peak"):
+            raise RecordError(f"{where}: expected a host record and a command record before the benchmark lines "
+                              f"(bench/run_all.sh writes them), found {json.dumps(j)[:80]}")
+        try:
+            convert(j, b)
+        except (KeyError, TypeError, ValueError, ZeroDivisionError) as e:
+            raise RecordError(f"{where}: expected a complete {b or 'vit_infer.sh'} summary line "
+                              f"({type(e).__name__}: {e}), found {json.dumps(j)[:80]}...") from None
+    for (cmd, model, batch, dtype), runs in vit_infer.items():
+        command = cmd
+        a = min(runs, key=lambda r: r["attn"]["latency_ms"]["median"])
+        t = min(runs, key=lambda r: r["torch"]["latency_ms"]["median"])
+        case = f"{MODEL_LABEL.get(model, model)}, batch {batch}"
+        rec("speed", "vit_infer" if dtype == "f32" else "vit_infer_bf16", case, "ms",
+            a["attn"]["latency_ms"]["median"], t["torch"]["latency_ms"]["median"])
+        w = a["attn"]["weights_mb"]
+        rec("memory", "vit_memory", f"{dtype} {case}", "MB", a["attn"]["peak_rss_steady_mb"], None,
+            extra={"limit_mb": round(1.3 * w + 100)})
+    if host is None:
+        raise RecordError(f"{path}: no host record (bench/run_all.sh writes one first)")
+    host = dict(host)
+    if fma:
+        host["fma_gflops"] = sig(fma[0]) if len(fma) == 1 else [sig(min(fma)), sig(max(fma))]
+    return host, out
+
+
+# ---- the page --------------------------------------------------------------------------------------------
+
+INTRO = """\
+# Measured results
+
+Generated by `python3 bench/results_table.py` from the records in `bench/results/*.jsonl`; do not edit by
+hand. `bash bench/run_all.sh BUILD_DIR` measures the speed benchmarks on the machine it runs on, writes
+their records to `bench/results/<date>-<host>.jsonl` and regenerates this page.
+
+Every speed figure is attn's and its peer's from the same run: same host, same thread count (2), PyTorch
+1.13.1 (Debian's build) on OpenBLAS. Peers run with `OMP_WAIT_POLICY=PASSIVE` and without; the better
+counts. **Ratio** is how many times faster attn is (peer time / attn time, or attn's rate / the peer's). A
+figure written low–high is the range over several runs; its lowest value decides met / not met. Each
+table shows the latest measurement of each case on each host. The targets were set for an Intel CPU with
+AMX; none of the hosts below has AMX, and on some of them a target needs more than the CPU's GEMM
+ceiling (the notes say where). Correctness against PyTorch is checked by the tests (`bash
+scripts/test.sh`), not here.
+
+Reproduce: `bash bench/run_all.sh build/test` runs the speed benchmarks with the commands shown in the
+tables (kernels_bench prints a table but no JSON summary, so its row here is read off that table;
+linear_train and folder_eval are run by hand), bracketed by FMA-ceiling probes (`bench/fma_peak_bench`:
+a 2-thread figure well under twice the 1-thread one means the run did not get both cores). The accuracy
+runs take hours: `bash bench/fmnist_accuracy.sh build/test budget|peer|teacher|distill` and `bash
+bench/translate.sh build/test hour|rnn-hour`. Use a quiet machine: on a shared one 2-thread OpenMP
+regions wait for cores and ratios move by 2×.
+"""
+
+
+def esc(s):
+    return str(s).replace("|", "\\|").replace("\n", " ")
+
+
+def when(r):
+    return r["date"] + (f" {r['time']}" if r.get("time") else "")
+
+
+def state(rec, target):
+    if "met" in rec:
+        ok = rec["met"]
+    elif target.check is None:
+        return "—"
+    else:
+        ok = target.check(rec)
+    return "?" if ok is None else ("met" if ok else "**not met**")
+
+
+def latest(results):
+    best = {}
+    for r in results:
+        k = (r["benchmark"], r["case"], r["host"])
+        if k not in best or (best[k]["date"], best[k].get("time", ""), best[k]["_order"]) <= \
+                (r["date"], r.get("time", ""), r["_order"]):
+            best[k] = r
+    return best
+
+
+def render(hosts, results, sources):
+    # Hosts newest first (by their host record), and so the rows of each case.
+    host_order = sorted(hosts, key=lambda h: (hosts[h]["date"], hosts[h].get("time", ""), h), reverse=True)
+    hrank = {h: i for i, h in enumerate(host_order)}
+    best = latest(results)
+    lines = [INTRO, "Records read: " + ", ".join(f"`{s}`" for s in sources) + ".", "", "## Hosts", "",
+             "| host | CPU | SIMD and matrix units | vCPUs | FMA probe, 2 threads (GFLOP/s) | notes |",
+             "|---|---|---|---|---|---|"]
+    for h in host_order:
+        x = hosts[h]
+        fma = fmt_fig(x.get("fma_gflops")) if x.get("fma_gflops") is not None else "—"
+        if x.get("gemm_gflops"):
+            fma += f"; {x['gemm_gflops']}"
+        lines.append(f"| {h} | {esc(x['cpu'])} | {esc(x['flags'])} | {x.get('vcpus', '—')} | {esc(fma)} | "
+                     f"{esc(x.get('note', ''))} |")
+    lines.append("")
+    sections = [("speed", "Speed"), ("memory", "Memory"), ("accuracy", "Accuracy and quality")]
+    for kind, heading in sections:
+        benches = [b for b in BENCHMARKS if b.kind == kind and any(k[0] == b.key for k in best)]
+        if not benches:
+            continue
+        lines += [f"## {heading}", ""]
+        for b in benches:
+            rows = [r for k, r in best.items() if k[0] == b.key]
+            case_rank = {c: i for i, c in enumerate(b.cases)}
+            rows.sort(key=lambda r: (case_rank.get(r["case"], len(case_rank)), r["case"], hrank[r["host"]]))
+            peer_names = []
+            for r in rows:
+                for p in r.get("peers") or {}:
+                    if p not in peer_names:
+                        peer_names.append(p)
+            lines += [f"### {b.title}", "", b.about, ""]
+            targets = {b.cases[c].text for c in b.cases if b.cases[c] is not NO_TARGET}
+            if kind == "memory" and targets:
+                lines += ["Target: " + "; ".join(sorted(targets)) + ".", ""]
+            if kind == "speed":
+                cols = ["case", "host", "date", "attn"] + peer_names + ["ratio", "target", "state", "command"]
+            elif kind == "memory":
+                cols = ["case", "host", "date", "attn", "limit", "state", "command"]
+            else:
+                cols = ["case", "host", "date", "attn"] + peer_names + (["difference"] if peer_names else []) + \
+                       ["target", "state", "command"]
+            lines += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+            notes = []
+            for r in rows:
+                target = b.cases.get(r["case"], NO_TARGET)
+                case = esc(r["case"])
+                if r.get("note"):
+                    notes.append(r["note"])
+                    case += f" [{len(notes)}]"
+                unit = r["unit"]
+                attn = fmt_fig(r["attn"], unit)
+                extra = r.get("extra") or {}
+                if kind == "accuracy" and "seconds" in extra:
+                    attn += f" in {fmt_num(extra['seconds'])} s"
+                peers = r.get("peers") or {}
+                cells = [case, r["host"], esc(when(r)), esc(attn)]
+                if kind == "speed":
+                    cells += [esc(fmt_fig(peers.get(p), unit)) for p in peer_names]
+                    cells += [fmt_ratio(ratio_of(r)), esc(target.text), state(r, target)]
+                elif kind == "memory":
+                    lim = extra.get("limit_mb")
+                    cells += ["—" if lim is None else f"{fmt_num(lim)} MB", state(r, target)]
+                else:
+                    cells += [esc(fmt_fig(peers.get(p), unit)) for p in peer_names]
+                    if peer_names:
+                        p = peers.get(peer_names[0])
+                        cells.append("—" if not is_num(p) or not is_num(r["attn"])
+                                     else f"{r['attn'] - p:+.2f}".replace("-", "−"))
+                    cells += [esc(target.text), state(r, target)]
+                cells.append(f"`{esc(r['command'])}`")
+                lines.append("| " + " | ".join(cells) + " |")
+            lines.append("")
+            for i, n in enumerate(notes, 1):
+                lines.append(f"[{i}] {n}  ")
+            if notes:
+                lines[-1] = lines[-1].rstrip()
+                lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_page(paths, out):
+    hosts, results = read_records(paths)
+    sources = [os.path.relpath(p, ROOT) for p in paths]
+    text = render(hosts, results, sources)
+    with open(out, "w", encoding="utf-8") as f:
+        f.write(text)
+    print(f"wrote {os.path.relpath(out, ROOT)} from {len(results)} records of {len(paths)} file(s)")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("files", nargs="*", help="record files (default: bench/results/*.jsonl)")
+    ap.add_argument("--out", default=PAGE, help="the page to write (default: docs/results.md)")
+    ap.add_argument("--add", metavar="RUN.jsonl", help="a bench/run_all.sh run to normalise into --results-dir")
+    ap.add_argument("--results-dir", default=RESULTS_DIR, help="where --add writes (default: bench/results)")
+    ap.add_argument("--host-record", action="store_true", help="print this machine's host record and exit")
+    a = ap.parse_args()
+    try:
+        if a.host_record:
+            print(json.dumps(host_record(), ensure_ascii=False))
+            return 0
+        if a.add:
+            host, recs = normalise(a.add)
+            os.makedirs(a.results_dir, exist_ok=True)
+            dest = os.path.join(a.results_dir, f"{host['date']}-{host['host']}.jsonl")
+            with open(dest, "w", encoding="utf-8") as f:
+                for r in [host] + recs:
+                    f.write(json.dumps(r, ensure_ascii=False) + "\n")
+            print(f"wrote {len(recs)} records to {os.path.relpath(dest, ROOT)}")
+        paths = a.files or sorted(glob.glob(os.path.join(a.results_dir, "*.jsonl")))
+        if not paths:
+            raise RecordError(f"no record files given and none in {a.results_dir}")
+        write_page(paths, a.out)
+        return 0
+    except (RecordError, OSError, KeyError, TypeError, ValueError) as e:
+        kind = "" if isinstance(e, (RecordError, OSError)) else f"{type(e).__name__}: "
+        print(f"results_table.py: {kind}{e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
