@@ -8,20 +8,13 @@
 #include "attn/attn.h"
 #include "attn/data/image.h"
 #include "attn/train/heatmap.h"
+#include "errors.h"
 
 using namespace attn;
+using test::error_of;
 using namespace attn::train;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 std::array<uint8_t, 3> pixel(const Tensor& img, int64_t y, int64_t x) {
   const uint8_t* p = img.data<uint8_t>() + (y * img.size(1) + x) * 3;

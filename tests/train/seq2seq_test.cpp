@@ -13,17 +13,19 @@
 #include "attn/io/checkpoint.h"
 #include "attn/io/safetensors.h"
 #include "attn/train/classifier.h"
-#include "train_checks.h"
 #include "attn/train/seq2seq.h"
+#include "errors.h"
+#include "train_checks.h"
 
 using namespace attn;
+using test::error_of;
 
 namespace {
 
 std::string tmp_dir(const std::string& name) { return test::fresh_tmp_dir("attn_seq2seq_test", name); }
 
 train::Seq2SeqConfig tiny_copy(const std::string& out) {
-  train::Seq2SeqConfig cfg;
+  auto cfg = test::quiet<train::Seq2SeqConfig>(out);
   cfg.model = "transformer";
   cfg.model_config = {{"d_model", 64}, {"nhead", 4}, {"encoder_layers", 2}, {"decoder_layers", 2},
                       {"d_ff", 128}, {"dropout", 0.1}, {"max_length", 64}};
@@ -36,23 +38,7 @@ train::Seq2SeqConfig tiny_copy(const std::string& out) {
   cfg.beam = 1;
   cfg.limit_test = 20;
   cfg.seed = 5;
-  cfg.out = out;
-  cfg.progress = false;
-  cfg.quiet = true;
   return cfg;
-}
-
-using test::concat;
-using test::same_bits;
-using test::same_checkpoint;
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 }  // namespace
@@ -61,18 +47,11 @@ TEST(Seq2SeqTrain, KilledAndResumedEqualsTheUninterruptedRun) {
   const std::string dir = tmp_dir("resume");
   train::Seq2SeqResult ref = train::train_seq2seq(tiny_copy(dir + "/full"));
   ASSERT_GT(ref.steps, 8);
-  train::Seq2SeqConfig cfg = tiny_copy(dir + "/kill");
-  cfg.checkpoint_every = 1;
-  cfg.stop_after = ref.steps / 2;
-  train::Seq2SeqResult a = train::train_seq2seq(cfg);
+  const auto [a, b] = test::killed_and_resumed(tiny_copy(dir + "/kill"), ref.steps / 2, train::train_seq2seq);
   ASSERT_EQ(a.steps, ref.steps / 2);
   EXPECT_TRUE(a.test_bleu_line.empty());   // killed: no final evaluation
-  cfg.stop_after = 0;
-  cfg.resume = true;
-  train::Seq2SeqResult b = train::train_seq2seq(cfg);
   EXPECT_EQ(b.steps, ref.steps);
-  EXPECT_TRUE(same_bits(concat(a.step_losses, b.step_losses), ref.step_losses));
-  EXPECT_TRUE(same_checkpoint(b.checkpoint, ref.checkpoint));
+  EXPECT_TRUE(test::resumed_exactly(a, b, ref));
   EXPECT_EQ(b.test_bleu, ref.test_bleu);
   std::filesystem::remove_all(dir);
 }
