@@ -55,6 +55,32 @@ TEST(Heatmap, LayoutFormula) {
   EXPECT_EQ(l.top, 3 + 6 * 2 * 3 + 3);
 }
 
+// The defaults (those of `attn align`) draw a short sentence at a size a person can read: cells of
+// at least 24 pixels and letters at least 14 pixels tall (the 7-row font at scale 2 or more).
+TEST(Heatmap, DefaultsAreReadable) {
+  const std::vector<std::string> src{kSp + "el", kSp + "gato", kSp + "come", kSp + "pescado", "."};
+  const std::vector<std::string> tgt{kSp + "the", kSp + "cat", kSp + "eats"};
+  Generator g(4);
+  const Tensor w = softmax(randn({3, 5}, g) * 3.0, -1);
+  const AlignmentOptions opt;
+  EXPECT_GE(opt.cell, 24);
+  EXPECT_GE(opt.font_scale, 2);
+  const Tensor img = render_alignment(w, src, tgt);
+  const AlignmentLayout l = alignment_layout(3, 5, src, tgt);
+  EXPECT_GE(img.size(1), 200);   // 122 at the old defaults (16-pixel cells, 5 x 7 pixel letters)
+  EXPECT_GE(img.size(0), 180);
+  EXPECT_EQ(img.size(1), l.left + 5 * opt.cell + opt.margin);
+  // The ink of the target label "▁cat" (row 1) spans at least 14 pixel rows, inside its row.
+  int64_t first = -1, last = -1;
+  for (int64_t y = l.top + opt.cell; y < l.top + 2 * opt.cell; ++y)
+    if (ink(img, y, y + 1, 0, l.left) > 0) {
+      if (first < 0) first = y;
+      last = y;
+    }
+  ASSERT_GE(first, 0);
+  EXPECT_GE(last - first + 1, 14);
+}
+
 TEST(Heatmap, CellColours) {
   // Weights: row 0 = [1, 0], row 1 = [0.5, NaN].
   Tensor w = Tensor::from_vector<float>({1.f, 0.f, 0.5f, std::nanf("")}, {2, 2});
