@@ -57,7 +57,7 @@ void add_align(CLI::App& app) {
   auto* c = app.add_subcommand("align", "draw a translation's source-target alignment (attention) as a heat map");
   struct Opts {
     std::string ckpt, text, out = "align.png";
-    int64_t beam = 1, cell = 16, font_scale = 1;
+    int64_t beam = 1, cell = train::AlignmentOptions{}.cell, font_scale = train::AlignmentOptions{}.font_scale;
     std::string colormap = "viridis";
     int threads = 0;
   };

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <utility>
 
 #include "attn/core/error.h"
 #include "attn/io/safetensors.h"
@@ -29,11 +30,99 @@ std::string num(double v) {
   std::snprintf(b, sizeof b, "%.4g", v);
   return b;
 }
+
+// A tick step: mant × 10^exp with mant in {1, 2, 5}.
+struct TickStep {
+  int mant = 1, exp = 0;
+  double value() const { return exp >= 0 ? mant * std::pow(10.0, exp) : mant / std::pow(10.0, -exp); }
+  // i steps, as the double nearest to the decimal value (0.55, not 11 × 0.05 = 0.55000000000000004).
+  double at(double i) const { return exp >= 0 ? i * mant * std::pow(10.0, exp) : i * mant / std::pow(10.0, -exp); }
+};
+
+// The first and last multiples of s inside [lo, hi] (a little slack for rounding at the ends).
+std::pair<double, double> tick_span(double lo, double hi, const TickStep& s) {
+  const double v = s.value(), slack = 1e-9;
+  return {std::ceil(lo / v - slack), std::floor(hi / v + slack)};
+}
+
+TickStep tick_step(double lo, double hi, int max_ticks) {
+  TickStep s;
+  s.exp = int(std::floor(std::log10((hi - lo) / max_ticks))) - 1;
+  for (int tries = 0; tries < 12; ++tries) {
+    for (int m : {1, 2, 5}) {
+      s.mant = m;
+      const auto [first, last] = tick_span(lo, hi, s);
+      if (last - first + 1 <= max_ticks) return s;
+    }
+    ++s.exp;
+  }
+  return s;
+}
+}  // namespace
+
+std::vector<double> nice_ticks(double lo, double hi, int max_ticks) {
+  ATTN_CHECK(std::isfinite(lo) && std::isfinite(hi) && lo <= hi && max_ticks >= 2,
+             "nice_ticks: expected finite lo <= hi and max_ticks >= 2, got lo ", lo, ", hi ", hi, ", max_ticks ",
+             max_ticks);
+  if (lo == hi) return {lo};
+  const TickStep s = tick_step(lo, hi, max_ticks);
+  const auto [first, last] = tick_span(lo, hi, s);
+  std::vector<double> t;
+  for (double i = first; i <= last; ++i) t.push_back(s.at(i) == 0 ? 0.0 : s.at(i));   // no -0
+  return t;
+}
+
+std::string tick_label(double v, double step) {
+  int decimals = 0;   // the fewest that write every multiple of step exactly
+  while (decimals < 12 && std::abs(step * std::pow(10.0, decimals) - std::round(step * std::pow(10.0, decimals))) >
+                              1e-6 * step * std::pow(10.0, decimals))
+    ++decimals;
+  char b[64];
+  std::snprintf(b, sizeof b, "%.*f", decimals, v);
+  std::string out = b;
+  if (out.find_first_not_of("-0.") == std::string::npos && out[0] == '-') out.erase(0, 1);   // "-0.00" -> "0.00"
+  return out;
+}
+
+namespace {
+// The ticks of one axis and their labels.
+struct TickAxis {
+  std::vector<double> at;
+  std::vector<std::string> label;
+};
+TickAxis axis_of(const Range& r) {
+  TickAxis a;
+  a.at = nice_ticks(r.lo, r.hi, 8);
+  const double step = a.at.size() > 1 ? a.at[1] - a.at[0] : 1.0;
+  for (double v : a.at) a.label.push_back(tick_label(v, step));
+  return a;
+}
+
+// A colour per series, cycling.
+const char* series_colour(size_t k) {
+  static const char* colours[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"};
+  return colours[k % 6];
+}
+
+// The legend: one row under the title, a swatch (line or dot) before each name.
+void legend(std::ostringstream& o, const std::vector<Series>& series, double x, double y) {
+  for (size_t k = 0; k < series.size(); ++k) {
+    const auto& s = series[k];
+    const std::string name = s.name + (s.right_axis ? " (right axis)" : "");
+    if (s.markers)
+      o << "<circle cx='" << x + 9 << "' cy='" << y - 4 << "' r='3.5' fill='" << series_colour(k) << "'/>\n";
+    else
+      o << "<line x1='" << x << "' y1='" << y - 4 << "' x2='" << x + 18 << "' y2='" << y - 4 << "' stroke='"
+        << series_colour(k) << "' stroke-width='2.5'/>\n";
+    o << "<text x='" << x + 24 << "' y='" << y << "'>" << esc(name) << "</text>\n";
+    x += 24 + 7.0 * double(name.size()) + 22;   // ~7 px a character at 12 px
+  }
+}
 }  // namespace
 
 void write_svg_plot(const std::string& path, const std::string& title, const std::string& xlabel,
                     const std::vector<Series>& series) {
-  const double W = 760, H = 420, L = 70, R = 70, T = 40, B = 50;
+  const double W = 760, H = 430, L = 70, R = 70, T = 58, B = 50;
   Range rx, ry, ry2;
   bool has_right = false;
   for (const auto& s : series) {
@@ -42,25 +131,39 @@ void write_svg_plot(const std::string& path, const std::string& title, const std
     has_right |= s.right_axis;
   }
   settle(rx); settle(ry); settle(ry2);
+  for (Range* r : {&ry, &ry2}) {   // 4% air above and below the curves
+    const double pad = 0.04 * (r->hi - r->lo);
+    r->lo -= pad, r->hi += pad;
+  }
   auto X = [&](double v) { return L + (v - rx.lo) / (rx.hi - rx.lo) * (W - L - R); };
   auto Y = [&](const Range& r, double v) { return H - B - (v - r.lo) / (r.hi - r.lo) * (H - T - B); };
-  static const char* colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"};
   std::ostringstream o;
   o << "<svg xmlns='http://www.w3.org/2000/svg' width='" << W << "' height='" << H
     << "' font-family='sans-serif' font-size='12'>\n<rect width='100%' height='100%' fill='white'/>\n";
   o << "<text x='" << W / 2 << "' y='22' text-anchor='middle' font-size='15'>" << esc(title) << "</text>\n";
-  o << "<rect x='" << L << "' y='" << T << "' width='" << W - L - R << "' height='" << H - T - B
-    << "' fill='none' stroke='#444'/>\n";
-  for (int i = 0; i <= 5; ++i) {
-    const double fx = rx.lo + (rx.hi - rx.lo) * i / 5, fy = ry.lo + (ry.hi - ry.lo) * i / 5;
-    o << "<line x1='" << X(fx) << "' y1='" << T << "' x2='" << X(fx) << "' y2='" << H - B << "' stroke='#eee'/>\n";
-    o << "<text x='" << X(fx) << "' y='" << H - B + 16 << "' text-anchor='middle'>" << num(fx) << "</text>\n";
-    o << "<text x='" << L - 6 << "' y='" << Y(ry, fy) + 4 << "' text-anchor='end'>" << num(fy) << "</text>\n";
-    if (has_right) {
-      const double f2 = ry2.lo + (ry2.hi - ry2.lo) * i / 5;
-      o << "<text x='" << W - R + 6 << "' y='" << Y(ry2, f2) + 4 << "'>" << num(f2) << "</text>\n";
+  legend(o, series, L, 44);
+  // Grid lines and tick labels at round values: x below, y at the left, the right axis at the right.
+  const TickAxis ax = axis_of(rx), ay = axis_of(ry);
+  for (size_t i = 0; i < ax.at.size(); ++i) {
+    const double x = X(ax.at[i]);
+    o << "<line x1='" << x << "' y1='" << T << "' x2='" << x << "' y2='" << H - B + 4 << "' stroke='#e4e4e4'/>\n";
+    o << "<text x='" << x << "' y='" << H - B + 18 << "' text-anchor='middle'>" << ax.label[i] << "</text>\n";
+  }
+  for (size_t i = 0; i < ay.at.size(); ++i) {
+    const double y = Y(ry, ay.at[i]);
+    o << "<line x1='" << L - 4 << "' y1='" << y << "' x2='" << W - R << "' y2='" << y << "' stroke='#e4e4e4'/>\n";
+    o << "<text x='" << L - 7 << "' y='" << y + 4 << "' text-anchor='end'>" << ay.label[i] << "</text>\n";
+  }
+  if (has_right) {
+    const TickAxis a2 = axis_of(ry2);
+    for (size_t i = 0; i < a2.at.size(); ++i) {
+      const double y = Y(ry2, a2.at[i]);
+      o << "<line x1='" << W - R << "' y1='" << y << "' x2='" << W - R + 4 << "' y2='" << y << "' stroke='#444'/>\n";
+      o << "<text x='" << W - R + 7 << "' y='" << y + 4 << "'>" << a2.label[i] << "</text>\n";
     }
   }
+  o << "<rect x='" << L << "' y='" << T << "' width='" << W - L - R << "' height='" << H - T - B
+    << "' fill='none' stroke='#444'/>\n";
   o << "<text x='" << (L + W - R) / 2 << "' y='" << H - 12 << "' text-anchor='middle'>" << esc(xlabel) << "</text>\n";
   for (size_t k = 0; k < series.size(); ++k) {
     const auto& s = series[k];
@@ -68,16 +171,14 @@ void write_svg_plot(const std::string& path, const std::string& title, const std
     if (s.markers) {
       for (size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i)
         if (std::isfinite(s.y[i]))
-          o << "<circle cx='" << X(s.x[i]) << "' cy='" << Y(r, s.y[i]) << "' r='3.5' fill='" << colors[k % 6]
+          o << "<circle cx='" << X(s.x[i]) << "' cy='" << Y(r, s.y[i]) << "' r='3.5' fill='" << series_colour(k)
             << "' fill-opacity='0.8'/>\n";
     } else {
-      o << "<polyline fill='none' stroke='" << colors[k % 6] << "' stroke-width='1.8' points='";
+      o << "<polyline fill='none' stroke='" << series_colour(k) << "' stroke-width='1.8' points='";
       for (size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i)
         if (std::isfinite(s.y[i])) o << X(s.x[i]) << ',' << Y(r, s.y[i]) << ' ';
       o << "'/>\n";
     }
-    o << "<text x='" << L + 10 << "' y='" << T + 16 + 15 * double(k) << "' fill='" << colors[k % 6] << "'>"
-      << esc(s.name) << (s.right_axis ? " (right axis)" : "") << "</text>\n";
   }
   o << "</svg>\n";
   io::write_file_atomic(path, o.str());

@@ -19,28 +19,19 @@
 #include "attn/io/name_maps.h"
 #include "attn/io/safetensors.h"
 #include "attn/train/folder_eval.h"
+#include "attn_cli.h"
+#include "files.h"
 #include "torch_ref.h"
-#include "cli_run.h"
 #include "train_checks.h"
 
-#ifndef ATTN_CLI_PATH
-#error "ATTN_CLI_PATH (the attn binary) is set by tests/CMakeLists.txt"
-#endif
-
 using namespace attn;
+using test::run_attn;
+using test::write_bytes;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
 
-void write_bytes(const std::string& path, const uint8_t* p, size_t n) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(p), std::streamsize(n));
-}
-
-test::CliRun run_cli(const std::string& dir, const std::vector<std::string>& args) {
-  return test::run_cli(ATTN_CLI_PATH, dir + "/stderr.txt", args);
-}
 
 const json kModel = {{"image_size", 32}, {"patch_size", 8}, {"in_channels", 3}, {"num_classes", 1000},
                      {"dim", 32},        {"depth", 2},      {"heads", 2},       {"mlp_ratio", 2.0}};
@@ -83,17 +74,17 @@ TEST(EvalCli, ForeignWeightsOnAnImagenetStyleFolder) {
     for (const auto& c : j["per_class"]) count += c["images"].get<int64_t>();
     EXPECT_EQ(count, n) << what;
   };
-  check(run_cli(dir, {"eval", "--weights", weights, "--model", "vit", "--model-config", kModel.dump(), "--format",
+  check(run_attn(dir, {"eval", "--weights", weights, "--model", "vit", "--model-config", kModel.dump(), "--format",
                       "torchvision", "--data", dir + "/data", "--batch", "4", "--json"}),
         "--weights");
   // The same weights converted to an attn checkpoint: it keeps the source's preprocessing.
   const std::string ckpt = dir + "/converted.safetensors";
-  const test::CliRun conv = run_cli(dir, {"convert", weights, "--model", "vit", "--model-config", kModel.dump(), "--format",
+  const test::CliRun conv = run_attn(dir, {"convert", weights, "--model", "vit", "--model-config", kModel.dump(), "--format",
                                     "torchvision", "--out", ckpt});
   ASSERT_EQ(conv.code, 0) << conv.err;
-  check(run_cli(dir, {"eval", ckpt, "--data", dir + "/data", "--json"}), "converted checkpoint");
+  check(run_attn(dir, {"eval", ckpt, "--data", dir + "/data", "--json"}), "converted checkpoint");
   // The text form.
-  const test::CliRun text = run_cli(dir, {"eval", ckpt, "--data", dir + "/data/val"});
+  const test::CliRun text = run_attn(dir, {"eval", ckpt, "--data", dir + "/data/val"});
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_NE(text.out.find("top-1 "), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("labels: "), std::string::npos) << text.out;
@@ -107,7 +98,7 @@ TEST(EvalCli, ForeignWeightsOnAnImagenetStyleFolder) {
                                (logits.begin() + k * 1000));
     ASSERT_EQ(int64_t(best), labels[k]);
     const std::string img = dir + "/data/val/" + data::imagenet_wnids()[best] + "/3" + (jpeg[k] ? ".jpg" : ".png");
-    const test::CliRun e = run_cli(dir, {"explain", "--weights", weights, "--model", "vit", "--model-config", kModel.dump(),
+    const test::CliRun e = run_attn(dir, {"explain", "--weights", weights, "--model", "vit", "--model-config", kModel.dump(),
                                    "--format", "torchvision", img, "--out", dir + "/map.png", "--json"});
     ASSERT_EQ(e.code, 0) << e.err;
     const json j = json::parse(e.out);
@@ -115,24 +106,24 @@ TEST(EvalCli, ForeignWeightsOnAnImagenetStyleFolder) {
     EXPECT_EQ(j["name"], data::imagenet_class_names()[best]);
     EXPECT_EQ(j["grid"].get<int64_t>(), 4);   // 32 / 8
     EXPECT_TRUE(fs::file_size(dir + "/map.png") > 0);
-    const test::CliRun bad = run_cli(dir, {"explain", "--weights", weights, "--model", "vit", ckpt, img});
+    const test::CliRun bad = run_attn(dir, {"explain", "--weights", weights, "--model", "vit", ckpt, img});
     EXPECT_EQ(bad.code, 1);
     EXPECT_NE(bad.err.find("explain: expected one IMAGE with --weights, got 2 arguments"), std::string::npos)
         << bad.err;
   }
 
-  test::CliRun r = run_cli(dir, {"eval", ckpt});
+  test::CliRun r = run_attn(dir, {"eval", ckpt});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("is an ImageNet-style classifier (vit, torchvision preprocessing): expected --data DIR"),
             std::string::npos)
       << r.err;
-  r = run_cli(dir, {"eval"});
+  r = run_attn(dir, {"eval"});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("eval: expected a checkpoint (attn eval CKPT) or foreign weights"), std::string::npos) << r.err;
-  r = run_cli(dir, {"eval", ckpt, "--weights", weights, "--model", "vit", "--data", dir + "/data"});
+  r = run_attn(dir, {"eval", ckpt, "--weights", weights, "--model", "vit", "--data", dir + "/data"});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("eval: give either an attn checkpoint or --weights, not both"), std::string::npos) << r.err;
-  r = run_cli(dir, {"eval", ckpt, "--data", dir + "/nowhere"});
+  r = run_attn(dir, {"eval", ckpt, "--data", dir + "/nowhere"});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("eval: --data '" + dir + "/nowhere' is not a folder"), std::string::npos) << r.err;
   fs::remove_all(dir);
@@ -142,12 +133,10 @@ TEST(EvalCli, ForeignWeightsOnAnImagenetStyleFolder) {
 // the JSON sums to the images scored, its diagonal is the accuracy, and the SVG names the classes.
 TEST(EvalCli, ConfusionMatrixOfAnAttnCheckpoint) {
   const std::string dir = test::fresh_tmp_dir("attn_eval_folder_test", "confusion");
-  const test::CliRun t = run_cli(dir, {"train", "--model", "vit", "--model-config",
-                                 R"({"dim":32,"depth":1,"heads":2,"patch_size":7})", "--epochs", "1", "--batch", "64",
-                                 "--limit-train", "640", "--limit-eval", "100", "--threads", "1", "--out", dir + "/run"});
+  const test::CliRun t = test::train_small_vit(dir, 1);
   ASSERT_EQ(t.code, 0) << t.err;
   const std::string ckpt = dir + "/run/checkpoint.safetensors";
-  const test::CliRun r = run_cli(dir, {"eval", ckpt, "--limit", "300", "--confusion", dir + "/cm.svg", "--json"});
+  const test::CliRun r = run_attn(dir, {"eval", ckpt, "--limit", "300", "--confusion", dir + "/cm.svg", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const json j = json::parse(r.out);
   ASSERT_EQ(j["confusion"].size(), 10u);
@@ -165,7 +154,7 @@ TEST(EvalCli, ConfusionMatrixOfAnAttnCheckpoint) {
   std::ifstream in(dir + "/cm.svg");
   const std::string svg((std::istreambuf_iterator<char>(in)), {});
   EXPECT_NE(svg.find(">Ankle boot</text>"), std::string::npos);
-  const test::CliRun bad = run_cli(dir, {"eval", "--weights", ckpt, "--model", "vit", "--data", dir, "--confusion", "x.svg"});
+  const test::CliRun bad = run_attn(dir, {"eval", "--weights", ckpt, "--model", "vit", "--data", dir, "--confusion", "x.svg"});
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.err.find("eval: --confusion is for attn's own image classifiers, not foreign weights"),
             std::string::npos)

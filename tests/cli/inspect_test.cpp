@@ -18,33 +18,20 @@
 #include "attn/models/vit.h"
 #include "attn/train/tasks/image_classification.h"
 #include "attn/train/inspect.h"
-#include "cli_run.h"
+#include "attn_cli.h"
 #include "train_checks.h"
 
-#ifndef ATTN_CLI_PATH
-#error "ATTN_CLI_PATH (the attn binary) is set by tests/CMakeLists.txt"
-#endif
-
 using namespace attn;
+using test::run_attn;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-namespace {
-
-test::CliRun run_cli(const std::string& dir, const std::vector<std::string>& args) {
-  return test::run_cli(ATTN_CLI_PATH, dir + "/stderr.txt", args);
-}
-
-}  // namespace
-
 TEST(InspectCli, FashionMnistCheckpoint) {
   const std::string dir = test::fresh_tmp_dir("attn_inspect_cli_test", "fmnist");
-  const test::CliRun t = run_cli(dir, {"train", "--model", "vit", "--model-config",
-                                 R"({"dim":32,"depth":2,"heads":2,"patch_size":7})", "--epochs", "1", "--batch", "64",
-                                 "--limit-train", "640", "--limit-eval", "100", "--threads", "1", "--out", dir + "/run"});
+  const test::CliRun t = test::train_small_vit(dir, 2);
   ASSERT_EQ(t.code, 0) << t.err;
   const std::string ckpt = dir + "/run/checkpoint.safetensors";
-  const test::CliRun r = run_cli(dir, {"inspect", ckpt, "--count", "20", "--batch", "8", "--out", dir + "/fig", "--json"});
+  const test::CliRun r = run_attn(dir, {"inspect", ckpt, "--count", "20", "--batch", "8", "--out", dir + "/fig", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   const json j = json::parse(r.out);
   EXPECT_EQ(j["grid"].get<int64_t>(), 4);
@@ -79,15 +66,15 @@ TEST(InspectCli, FashionMnistCheckpoint) {
   for (size_t i = 0; i < sim.size(); ++i) EXPECT_NEAR(sim[i], want[i], 1e-12);
 
   // Given image files instead (written from the test set; PNG, resized as predict resizes).
-  const test::CliRun text = run_cli(dir, {"inspect", ckpt, dir + "/run/../fig/pos_embed_similarity.png", "--out", dir + "/fig2"});
+  const test::CliRun text = run_attn(dir, {"inspect", ckpt, dir + "/run/../fig/pos_embed_similarity.png", "--out", dir + "/fig2"});
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_NE(text.out.find("mean attention distance in pixels (1 images"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("layer  2:"), std::string::npos) << text.out;
 
-  test::CliRun bad = run_cli(dir, {"inspect"});
+  test::CliRun bad = run_attn(dir, {"inspect"});
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.err.find("inspect: expected CKPT [IMAGE...]"), std::string::npos) << bad.err;
-  bad = run_cli(dir, {"inspect", ckpt, "--model", "vit"});
+  bad = run_attn(dir, {"inspect", ckpt, "--model", "vit"});
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.err.find("inspect: --model, --format"), std::string::npos) << bad.err;
   fs::remove_all(dir);

@@ -4,9 +4,11 @@
 #include <cstring>
 
 #include "attn/attn.h"
+#include "errors.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
 
 TEST(Tensor, StorageIsAligned) {
   Tensor t = Tensor::empty({3, 5});
@@ -75,13 +77,9 @@ TEST(Tensor, ViewsShareStorage) {
 TEST(Tensor, ViewVersusReshape) {
   Tensor t = Tensor::arange(12, DType::f32).reshape({3, 4});
   Tensor tt = t.t();
-  try {
-    tt.view({12});
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "view: shape [12] is not compatible with the strides of input shape [4, 3] "
-                           "(strides [1, 4]); use reshape()");
-  }
+  EXPECT_EQ(error_of([&] { tt.view({12}); }),
+            "view: shape [12] is not compatible with the strides of input shape [4, 3] "
+            "(strides [1, 4]); use reshape()");
   Tensor r = tt.reshape({12});
   EXPECT_EQ(r.at({1}), 4.0);
   EXPECT_EQ(t.reshape({2, -1}).shape(), (Shape{2, 6}));
@@ -134,24 +132,10 @@ TEST(Tensor, Bf16ConversionOfEveryKindOfFloatEqualsTheScalarDefinition) {
 
 TEST(Tensor, BadInputMessages) {
   Tensor t = Tensor::zeros({2, 3});
-  try {
-    t.reshape({4, 2});
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "reshape: shape [4, 2] is invalid for input of shape [2, 3] (6 elements)");
-  }
-  try {
-    t.expand({2, 4});
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "expand: cannot expand shape [2, 3] to [2, 4] (dim 1: 3 vs 4)");
-  }
-  try {
-    t.data<double>();
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "Tensor::data: tensor is f32, accessed as f64");
-  }
+  EXPECT_EQ(error_of([&] { t.reshape({4, 2}); }),
+            "reshape: shape [4, 2] is invalid for input of shape [2, 3] (6 elements)");
+  EXPECT_EQ(error_of([&] { t.expand({2, 4}); }), "expand: cannot expand shape [2, 3] to [2, 4] (dim 1: 3 vs 4)");
+  EXPECT_EQ(error_of([&] { t.data<double>(); }), "Tensor::data: tensor is f32, accessed as f64");
   EXPECT_THROW(t.select(1, 3), Error);
   EXPECT_THROW(t.permute({0, 0}), Error);
 }
@@ -211,12 +195,8 @@ TEST(Autograd, AccumulatesAndRetains) {
     Tensor w = x * 2.0;
     EXPECT_FALSE(w.requires_grad());
   }
-  try {
-    (x * 2.0).backward();
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "backward: a gradient is needed for a non-scalar output of shape [3]");
-  }
+  EXPECT_EQ(error_of([&] { (x * 2.0).backward(); }),
+            "backward: a gradient is needed for a non-scalar output of shape [3]");
 }
 
 // Slice / select gradients are added in place into one buffer per input (Node::grad_is_view) instead

@@ -8,28 +8,16 @@
 
 #include "attn/attn.h"
 #include "attn/data/augment.h"
+#include "draws.h"
+#include "errors.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
+using test::upcoming_draws;
 using test::torch_ref;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
-Tensor upcoming_draws(const Generator& g, int n = 64) {
-  Generator copy = g;
-  std::vector<double> u(static_cast<size_t>(n));
-  for (auto& x : u) x = copy.uniform();
-  return Tensor::from_vector<double>(u, {n});
-}
 
 // A u8 (C, H, W) image: a blob on a background plus noise (some saturated pixels).
 Tensor image(int64_t c, int64_t h, int64_t w, Generator& g) {

@@ -12,23 +12,16 @@
 #include "attn/data/fashion_mnist.h"
 #include "attn/data/idx.h"
 #include "attn/data/loader.h"
+#include "errors.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
 using data::FashionMnist;
 using data::Split;
 using test::torch_ref;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 bool installed() {
   struct stat st;

@@ -11,21 +11,14 @@
 
 #include "attn/attn.h"
 #include "attn/data/idx.h"
+#include "errors.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
 using test::torch_ref;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 Tensor bytes_tensor(const std::string& s) {
   std::vector<uint8_t> v(s.begin(), s.end());
@@ -231,7 +224,8 @@ TEST(Idx, FileErrors) {
   TempDir dir;
   EXPECT_EQ(error_of([&] { data::read_idx(dir.path); }), "IDX file " + dir.path + ": cannot read: Is a directory");
   const std::string p = dir.write("short.gz", gzip(header(0x08, {4}) + "abc"));
-  EXPECT_EQ(error_of([&] { data::read_idx(p); }), "IDX file " + p + ": truncated data: expected 4 bytes of data, found 3");
+  EXPECT_EQ(error_of([&] { data::read_idx(p); }),
+            "IDX file " + p + ": truncated data: expected 4 bytes of data, found 3");
 }
 
 TEST(Idx, SerializeRejectsWhatIdxCannotHold) {

@@ -10,35 +10,19 @@
 #include "attn/data/image.h"
 #include "attn/data/image_folder.h"
 #include "attn/data/loader.h"
+#include "errors.h"
+#include "files.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::write_bytes;
+using test::error_of;
 using test::torch_ref;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
-std::string fresh_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("attn_folder_test_" + std::to_string(::getpid())) / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d.string();
-}
-
-void write_bytes(const std::string& path, const std::vector<uint8_t>& b) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::ofstream f(path, std::ios::binary);
-  f.write(reinterpret_cast<const char*>(b.data()), std::streamsize(b.size()));
-}
+std::string fresh_dir(const std::string& name) { return test::fresh_tmp_dir("attn_folder_test", name); }
 
 Tensor pixels(int64_t h, int64_t w, int64_t c, Generator& g) {
   Tensor t = Tensor::empty({h, w, c}, DType::u8);
@@ -116,7 +100,8 @@ TEST(ImageFolder, Errors) {
   EXPECT_EQ(error_of([] { data::ImageFolder("/nonexistent/folder", 28, 1); }),
             "image_folder: '/nonexistent/folder' is not a folder");
   const std::string empty = fresh_dir("empty");
-  EXPECT_EQ(error_of([&] { data::ImageFolder(empty, 28, 1); }), "image_folder: found no class folders in '" + empty + "'");
+  EXPECT_EQ(error_of([&] { data::ImageFolder(empty, 28, 1); }),
+            "image_folder: found no class folders in '" + empty + "'");
   const std::string some = fresh_dir("some");
   Generator g(62);
   write_bytes(some + "/cat/1.png", data::encode_png(pixels(4, 4, 1, g)));

@@ -10,37 +10,23 @@
 
 #include "attn/attn.h"
 #include "attn/data/image.h"
+#include "errors.h"
+#include "files.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
 using test::torch_ref;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
-std::string temp_dir() {
-  static std::string dir = [] {
-    std::string d = (std::filesystem::temp_directory_path() / ("attn_image_test_" + std::to_string(::getpid()))).string();
-    std::filesystem::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
+std::string temp_dir() { return test::scratch_dir("attn_image_test"); }
 
 std::vector<uint8_t> bytes_of(const Tensor& t) { return t.to_vector<uint8_t>(); }
 
 std::string write_file(const std::string& name, const std::vector<uint8_t>& bytes) {
   const std::string path = temp_dir() + "/" + name;
-  std::ofstream f(path, std::ios::binary);
-  f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+  test::write_bytes(path, bytes);
   return path;
 }
 

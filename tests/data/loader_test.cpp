@@ -10,21 +10,14 @@
 #include "attn/attn.h"
 #include "attn/data/loader.h"
 #include "attn/data/transforms.h"
+#include "errors.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
 using test::torch_ref;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 // N images of shape (2, 5, 7); label i for example i, so a batch's labels name its examples.
 std::shared_ptr<data::TensorDataset> make_dataset(int64_t n, uint64_t seed = 1) {

@@ -15,44 +15,25 @@
 #include <filesystem>
 #include <fstream>
 
-#include "attn/core/isa.h"
 #include "attn/attn.h"
+#include "attn/core/isa.h"
 #include "attn/data/image.h"
 #include "attn/data/preprocess.h"
 #include "attn/ops/matmul.h"
 #include "cli_run.h"
+#include "errors.h"
+#include "files.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::write_bytes;
+using test::error_of;
 using nlohmann::json;
 using test::torch_ref;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
-std::string temp_dir() {
-  static std::string dir = [] {
-    std::string d =
-        (std::filesystem::temp_directory_path() / ("attn_preprocess_test_" + std::to_string(::getpid()))).string();
-    std::filesystem::create_directories(d);
-    return d;
-  }();
-  return dir;
-}
-
-void write_bytes(const std::string& path, const uint8_t* p, size_t n) {
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-  std::ofstream f(path, std::ios::binary);
-  f.write(reinterpret_cast<const char*>(p), std::streamsize(n));
-}
+std::string temp_dir() { return test::scratch_dir("attn_preprocess_test"); }
 
 // Smooth pixels with noise, u8 (H, W, C): resampling errors show on both edges and gradients.
 Tensor pixels(int64_t h, int64_t w, int64_t c, uint64_t seed) {
@@ -74,7 +55,7 @@ Tensor pixels(int64_t h, int64_t w, int64_t c, uint64_t seed) {
 std::pair<std::string, Tensor> png_file(const std::string& name, const Tensor& px) {
   const std::vector<uint8_t> bytes = data::encode_png(px);
   const std::string path = temp_dir() + "/" + name;
-  write_bytes(path, bytes.data(), bytes.size());
+  write_bytes(path, bytes);
   return {path, Tensor::from_vector(std::vector<uint8_t>(bytes), {int64_t(bytes.size())})};
 }
 
@@ -258,7 +239,7 @@ TEST(PredictCli, ForeignWeightsInEachLayoutMatchTorch) {
   const std::string b = png_file("b.png", pixels(47, 37, 3, 2)).first;
   const std::string bad = temp_dir() + "/bad.png";
   const std::string junk = "\x89PNG\r\n\x1a\n not really a png";
-  write_bytes(bad, reinterpret_cast<const uint8_t*>(junk.data()), junk.size());
+  write_bytes(bad, junk);
 
   struct Layout {
     std::string name, model;

@@ -8,20 +8,13 @@
 #include "attn/attn.h"
 #include "attn/core/rng.h"
 #include "attn/data/seq_batch.h"
+#include "errors.h"
 
 using namespace attn;
+using test::error_of;
 using namespace attn::data;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 // n pairs with random lengths in [1, max_len]; ids >= 4 (past the specials), and the first id of
 // each source is 1000 + its index so a row names its pair.
@@ -42,11 +35,7 @@ std::vector<SeqPair> random_pairs(int64_t n, int64_t max_len, uint64_t seed) {
 
 TEST(SeqBatch, EveryPairOncePerEpochWithinBudget) {
   const auto pairs = random_pairs(500, 40, 1);
-  SeqBatchOptions opt;
-  opt.max_tokens = 300;
-  opt.max_sentences = 16;
-  opt.pool_size = 128;
-  opt.seed = 7;
+  SeqBatchOptions opt{.max_tokens = 300, .max_sentences = 16, .pool_size = 128, .seed = 7};
   SeqBatcher b(pairs, opt);
   for (int64_t epoch = 0; epoch < 3; ++epoch) {
     std::multiset<int64_t> seen;
@@ -75,9 +64,7 @@ TEST(SeqBatch, BucketingKeepsPaddingLow) {
   // Sorted inside pools, a batch's lengths are close: padding is a small share of the budget,
   // far below what random batches of the same pairs would waste.
   const auto pairs = random_pairs(2000, 60, 2);
-  SeqBatchOptions opt;
-  opt.max_tokens = 1024;
-  opt.pool_size = 1000;
+  SeqBatchOptions opt{.max_tokens = 1024, .pool_size = 1000};
   SeqBatcher b(pairs, opt);
   int64_t real = 0, padded = 0;
   for (const auto& batch : b.epoch_batches(0)) {
@@ -109,8 +96,7 @@ TEST(SeqBatch, TensorsAndMasks) {
   // In every batch of an epoch: src_pad marks exactly the zeros past each source, and the
   // non-pad count of tgt_out is num_tgt_tokens.
   const auto many = random_pairs(200, 30, 3);
-  SeqBatchOptions opt;
-  opt.max_tokens = 200;
+  SeqBatchOptions opt{.max_tokens = 200};
   SeqBatcher mb(many, opt);
   for (const auto& idx : mb.epoch_batches(0)) {
     SeqBatch s = mb.make_batch(idx);
@@ -130,9 +116,7 @@ TEST(SeqBatch, TensorsAndMasks) {
 
 TEST(SeqBatch, NextRunsAcrossEpochsAndResumesFromAPosition) {
   const auto pairs = random_pairs(300, 25, 4);
-  SeqBatchOptions opt;
-  opt.max_tokens = 256;
-  opt.seed = 11;
+  SeqBatchOptions opt{.max_tokens = 256, .seed = 11};
   SeqBatcher a(pairs, opt);
   const int64_t n0 = a.num_batches_in_epoch(0);
   std::vector<std::vector<int64_t>> seq;
@@ -165,10 +149,7 @@ TEST(SeqBatch, NextRunsAcrossEpochsAndResumesFromAPosition) {
 TEST(SeqBatch, NoShuffleKeepsInputOrderInsidePools) {
   std::vector<SeqPair> pairs;
   for (int64_t i = 0; i < 6; ++i) pairs.push_back({TokenIds(size_t(6 - i), 5), TokenIds(1, 5)});   // lengths 6..1
-  SeqBatchOptions opt;
-  opt.shuffle = false;
-  opt.pool_size = 3;
-  opt.max_sentences = 2;
+  SeqBatchOptions opt{.max_sentences = 2, .pool_size = 3, .shuffle = false};
   SeqBatcher b(pairs, opt);
   // Pools {0,1,2} (lengths 6,5,4) and {3,4,5} (3,2,1), each sorted ascending, cut in twos.
   EXPECT_EQ(b.epoch_batches(0), (std::vector<std::vector<int64_t>>{{2, 1}, {0}, {5, 4}, {3}}));
@@ -178,8 +159,7 @@ TEST(SeqBatch, NoShuffleKeepsInputOrderInsidePools) {
 TEST(SeqBatch, OverLengthDropOrTruncateAndEmptyPairs) {
   std::vector<SeqPair> pairs = {{{5, 6}, {7}}, {{5, 6, 7, 8, 9}, {7}}, {{5}, {7, 8, 9, 10, 11, 12}}, {{}, {7}},
                                 {{5}, {}}};
-  SeqBatchOptions opt;
-  opt.max_length = 4;
+  SeqBatchOptions opt{.max_length = 4};
   SeqBatcher d(pairs, opt);
   EXPECT_EQ(d.num_pairs(), 1);
   EXPECT_EQ(d.num_dropped_long(), 2);
@@ -196,9 +176,7 @@ TEST(SeqBatch, OverLengthDropOrTruncateAndEmptyPairs) {
 
 TEST(SeqBatch, Errors) {
   std::vector<SeqPair> pairs = {{{5, 6, 7, 8, 9, 10}, {7}}};
-  SeqBatchOptions opt;
-  opt.max_tokens = 4;
-  opt.max_length = 0;
+  SeqBatchOptions opt{.max_tokens = 4, .max_length = 0};
   EXPECT_EQ(error_of([&] { SeqBatcher b(pairs, opt); }),
             "SeqBatcher: pair 0 needs 6 tokens (source 6, target 1 + 1), more than max_tokens 4; raise max_tokens "
             "or lower max_length");

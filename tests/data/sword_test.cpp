@@ -12,22 +12,15 @@
 
 #include "attn/core/error.h"
 #include "attn/data/sword.h"
+#include "errors.h"
 
 using namespace attn;
+using test::error_of;
 using namespace attn::data;
 
 namespace {
 
 const std::string kSword = "/usr/share/sword";
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 std::string verse_text(const SwordModule& m, const char* book, int c, int v) {
   auto ref = kjv_find(book, c, v);
@@ -221,7 +214,7 @@ TEST(Sword, CorruptModules) {
       for (int64_t i = 0; i < m.num_entries(Testament::ot); ++i) m.entry(Testament::ot, i);
     });
   };
-  EXPECT_EQ(with([](ZTextTestament&) {}), "<no error>");
+  EXPECT_EQ(with([](ZTextTestament&) {}), test::kNoError);
   EXPECT_EQ(with([](ZTextTestament& t) { t.bzv.pop_back(); }),
             "bad ot.bzv: expected a multiple of 10 bytes (10-byte entry records), found 29 bytes (truncated?)");
   EXPECT_EQ(with([](ZTextTestament& t) { t.bzs.resize(11); }),

@@ -15,20 +15,13 @@
 #include "attn/core/error.h"
 #include "attn/data/text_pairs.h"
 #include "attn/text/utf8.h"
+#include "errors.h"
 
 using namespace attn;
+using test::error_of;
 using namespace attn::data;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 // Parses every source form make_synthetic_pairs("dates") writes back to ISO, independently of the
 // generator (regexes over the forms listed in text_pairs.h), and checks the weekday.

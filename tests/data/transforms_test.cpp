@@ -8,29 +8,16 @@
 
 #include "attn/attn.h"
 #include "attn/data/transforms.h"
+#include "draws.h"
+#include "errors.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
+using test::upcoming_draws;
 using test::torch_ref;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
-// The next n uniforms g would produce, without advancing g.
-Tensor upcoming_draws(const Generator& g, int n = 64) {
-  Generator copy = g;
-  std::vector<double> u(static_cast<size_t>(n));
-  for (auto& x : u) x = copy.uniform();
-  return Tensor::from_vector<double>(u, {n});
-}
 
 const std::vector<Shape> kShapes = {{1, 28, 28}, {3, 7, 11}, {2, 13, 5}, {1, 1, 17}};
 
@@ -199,7 +186,8 @@ TEST(Transforms, ErrorMessages) {
   EXPECT_EQ(error_of([&] { data::random_erasing(img, g, {0.5, 0.02, 0.33, 0.0, 3.3, 0.0f}); }),
             "random_erasing: expected 0 < ratio_lo <= ratio_hi, got ratio (0, 3.3)");
   Tensor rgb = Tensor::zeros({3, 4, 4});
-  EXPECT_EQ(error_of([&] { data::normalize(rgb, {0.f, 0.f}, {1.f}); }), "normalize: expected 1 or 3 mean values, got 2");
+  EXPECT_EQ(error_of([&] { data::normalize(rgb, {0.f, 0.f}, {1.f}); }),
+            "normalize: expected 1 or 3 mean values, got 2");
   EXPECT_EQ(error_of([&] { data::normalize(rgb, {0.f}, {1.f, 0.f, 1.f}); }),
             "normalize: expected non-zero std, got std[1] = 0");
 }

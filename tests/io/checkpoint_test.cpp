@@ -16,9 +16,13 @@
 #include "attn/optim/clip.h"
 #include "attn/optim/schedule.h"
 #include "attn/optim/sgd.h"
+#include "errors.h"
+#include "files.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::write_bytes;
+using test::error_of;
 using nlohmann::json;
 
 namespace {
@@ -54,17 +58,6 @@ void train_step(Net& net, optim::Optimizer& opt, const optim::Schedule& sched, i
   opt.step();
 }
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream f(path, std::ios::binary);
-  f << bytes;
-}
 
 }  // namespace
 
@@ -134,27 +127,14 @@ TEST(Checkpoint, ModelOnlyAndOptimizerMismatches) {
   EXPECT_EQ(meta["config"], json::object());
   EXPECT_EQ(meta["train_state"], json::object());
   optim::AdamW opt(net.parameters());
-  try {
-    io::load_checkpoint(path, net, &opt);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "load_checkpoint: '" + path + "' has no optimizer state (saved without an optimizer)");
-  }
+  EXPECT_EQ(error_of([&] { io::load_checkpoint(path, net, &opt); }),
+            "load_checkpoint: '" + path + "' has no optimizer state (saved without an optimizer)");
   optim::SGD sgd(net.parameters(), {.lr = 0.1, .momentum = 0.9});
   io::save_checkpoint(path, net, &sgd);
-  try {
-    io::load_checkpoint(path, net, &opt);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "load_checkpoint: '" + path + "' holds SGD state, but the optimizer is AdamW");
-  }
-  try {
-    io::save_checkpoint(path, net, nullptr, {{"format", "mine"}});
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "save_checkpoint: metadata key 'format' is reserved");
-  }
+  EXPECT_EQ(error_of([&] { io::load_checkpoint(path, net, &opt); }),
+            "load_checkpoint: '" + path + "' holds SGD state, but the optimizer is AdamW");
+  EXPECT_EQ(error_of([&] { io::save_checkpoint(path, net, nullptr, {{"format", "mine"}}); }),
+            "save_checkpoint: metadata key 'format' is reserved");
   std::remove(path.c_str());
 }
 
@@ -163,36 +143,22 @@ TEST(Checkpoint, ForeignAndOtherModelFiles) {
   Net net(6, g, nullptr);
   const std::string path = tmp_path("foreign.safetensors");
   io::save_safetensors(path, net.state_dict());   // a plain safetensors file: no format
-  try {
-    io::load_checkpoint(path, net, nullptr);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "load_checkpoint: '" + path + "' is not an attn checkpoint (its metadata has no \"format\")");
-  }
+  EXPECT_EQ(error_of([&] { io::load_checkpoint(path, net, nullptr); }),
+            "load_checkpoint: '" + path + "' is not an attn checkpoint (its metadata has no \"format\")");
   io::save_safetensors(path, net.state_dict(), {{"format", "pt"}});
-  try {
-    io::load_checkpoint(path, net, nullptr);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "load_checkpoint: '" + path +
-                                         "' is not an attn checkpoint (format \"pt\", expected \"attn-checkpoint-v1\")");
-  }
+  EXPECT_EQ(error_of([&] { io::load_checkpoint(path, net, nullptr); }),
+            "load_checkpoint: '" + path +
+            "' is not an attn checkpoint (format \"pt\", expected \"attn-checkpoint-v1\")");
   // A checkpoint of a wider model: every parameter is mis-shaped; the first five are named.
   Generator g2(6);
   Net wide(8, g2, nullptr);
   io::save_checkpoint(path, wide, nullptr);
   const Tensor before = net.mlp->fc1->weight.clone();
-  try {
-    io::load_checkpoint(path, net, nullptr);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "load_checkpoint: '" + path + "' is for another model: the state dict does not match the model\n"
-              "  mis-shaped keys (6): pos_embed (model [1, 6], state dict [1, 8]), norm.weight (model [6], state dict "
-              "[8]), norm.bias (model [6], state dict [8]), mlp.fc1.weight (model [12, 6], state dict [16, 8]), "
-              "mlp.fc1.bias (model [12], state dict [16]), ... (1 more)");
-  }
+  EXPECT_EQ(error_of([&] { io::load_checkpoint(path, net, nullptr); }),
+            "load_checkpoint: '" + path + "' is for another model: the state dict does not match the model\n"
+            "  mis-shaped keys (6): pos_embed (model [1, 6], state dict [1, 8]), norm.weight (model [6], state dict "
+            "[8]), norm.bias (model [6], state dict [8]), mlp.fc1.weight (model [12, 6], state dict [16, 8]), "
+            "mlp.fc1.bias (model [12], state dict [16]), ... (1 more)");
   EXPECT_TENSOR_NEAR(net.mlp->fc1->weight, before, 0, 0);   // unchanged
   std::remove(path.c_str());
 }
@@ -203,32 +169,18 @@ TEST(Checkpoint, TruncatedFileGivesAClearError) {
   optim::AdamW opt(net.parameters());
   const std::string path = tmp_path("truncated.safetensors");
   io::save_checkpoint(path, net, &opt, {{"train_state", {{"step", 3}}}});
-  const std::string bytes = read_bytes(path);
+  const std::string bytes = test::slurp(path);
   write_bytes(path, bytes.substr(0, bytes.size() - 100));
   const Tensor before = net.mlp->fc2->weight.clone();
-  try {
-    io::load_checkpoint(path, net, &opt);
-    FAIL();
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    EXPECT_EQ(msg.rfind("load_checkpoint: cannot read '" + path + "': ", 0), 0u) << msg;
-    EXPECT_NE(msg.find("lie outside the data block of"), std::string::npos) << msg;
-  }
+  const auto load_error = [&] { return error_of([&] { io::load_checkpoint(path, net, &opt); }); };
+  const std::string truncated = load_error();
+  EXPECT_EQ(truncated.rfind("load_checkpoint: cannot read '" + path + "': ", 0), 0u) << truncated;
+  EXPECT_NE(truncated.find("lie outside the data block of"), std::string::npos) << truncated;
   write_bytes(path, bytes.substr(0, 5));
-  try {
-    io::load_checkpoint(path, net, &opt);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("too short for the 8-byte header length"), std::string::npos) << e.what();
-  }
+  const std::string header_cut = load_error();
+  EXPECT_NE(header_cut.find("too short for the 8-byte header length"), std::string::npos) << header_cut;
   EXPECT_TENSOR_NEAR(net.mlp->fc2->weight, before, 0, 0);
   std::remove(path.c_str());
-  try {
-    io::load_checkpoint(path, net, &opt);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()).rfind("load_checkpoint: cannot read '" + path + "': safetensors: cannot open", 0),
-              0u)
-        << e.what();
-  }
+  const std::string missing = load_error();
+  EXPECT_EQ(missing.rfind("load_checkpoint: cannot read '" + path + "': safetensors: cannot open", 0), 0u) << missing;
 }

@@ -20,9 +20,12 @@
 #include "attn/nn/linear.h"
 #include "attn/ops/matmul.h"
 #include "attn/train/tasks/image_classification.h"
+#include "attn/train/trainer.h"
+#include "errors.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
 using nlohmann::json;
 
 namespace {
@@ -161,15 +164,6 @@ Tensor& find(io::TensorList& sd, const std::string& key) {
   throw std::runtime_error("no key " + key);
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 }  // namespace
 
 TEST(NameMaps, TorchvisionSmallMatchesTorch) {
@@ -237,31 +231,41 @@ TEST(NameMaps, TorchvisionPreLogitsMatchesTorch) {
   EXPECT_TRUE(logits_close(run(*r.model, x), ref.at("logits")));
 }
 
+// Three images (seeded by seed) and PyTorch's distilled DeiT on them, its weights file written in
+// layout ("timm" | "hf"), which detect_weight_format must name.
+struct DeitReference {
+  Tensor x;
+  test::Tensors ref;
+  io::SafetensorsFile file;
+};
+DeitReference deit_reference(const char* layout, io::WeightFormat format, uint64_t seed) {
+  DeitReference d;
+  d.x = images(3, 3, 32, seed);
+  d.ref = test::torch_ref("pretrained.deit", {{"x", d.x}}, deit_args(layout));
+  d.file = parse_file(d.ref.at("file"));
+  EXPECT_EQ(io::detect_weight_format(d.file.tensors), format) << layout;
+  return d;
+}
+
 TEST(NameMaps, DeitTimmMatchesTorch) {
-  const Tensor x = images(3, 3, 32, 13);
-  auto ref = test::torch_ref("pretrained.deit", {{"x", x}}, deit_args("timm"));
-  const io::SafetensorsFile f = parse_file(ref.at("file"));
-  EXPECT_EQ(io::detect_weight_format(f.tensors), io::WeightFormat::timm);
-  io::ForeignVit r = io::load_foreign_vit(f.tensors, deit_options());
+  const DeitReference d = deit_reference("timm", io::WeightFormat::timm, 13);
+  io::ForeignVit r = io::load_foreign_vit(d.file.tensors, deit_options());
   EXPECT_EQ(r.format, io::WeightFormat::timm);
-  EXPECT_TRUE(logits_close(run(*r.model, x), ref.at("logits")));
+  EXPECT_TRUE(logits_close(run(*r.model, d.x), d.ref.at("logits")));
 }
 
 TEST(NameMaps, DeitHuggingFaceMatchesTorch) {
-  const Tensor x = images(3, 3, 32, 14);
-  auto ref = test::torch_ref("pretrained.deit", {{"x", x}}, deit_args("hf"));
-  const io::SafetensorsFile f = parse_file(ref.at("file"));
-  EXPECT_EQ(io::detect_weight_format(f.tensors), io::WeightFormat::hf);
+  const DeitReference d = deit_reference("hf", io::WeightFormat::hf, 14);
   io::ForeignVitOptions o;
   o.model = "deit_tiny_distilled_patch16_224";
-  o.hf_config = parse_json(ref.at("config"));   // everything from config.json
-  io::ForeignVit r = io::load_foreign_vit(f.tensors, o);
+  o.hf_config = parse_json(d.ref.at("config"));   // everything from config.json
+  io::ForeignVit r = io::load_foreign_vit(d.file.tensors, o);
   EXPECT_EQ(r.model->cfg().eps, 1e-12);
   EXPECT_TRUE(r.model->cfg().distilled);
   EXPECT_EQ(r.model->cfg().num_classes, 10);
   EXPECT_EQ(r.model->cfg().image_size, 32);
   EXPECT_EQ(r.model->cfg().depth, 2);
-  EXPECT_TRUE(logits_close(run(*r.model, x), ref.at("logits")));
+  EXPECT_TRUE(logits_close(run(*r.model, d.x), d.ref.at("logits")));
 }
 
 TEST(NameMaps, VitHuggingFaceMatchesTorch) {

@@ -8,23 +8,12 @@
 
 #include "attn/attn.h"
 #include "attn/io/pos_resample.h"
+#include "errors.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
 using nlohmann::json;
-
-namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
-}  // namespace
 
 TEST(Bicubic, MatchesTorchAcrossSizes) {
   struct Case { int64_t n, c, h, w, oh, ow; };

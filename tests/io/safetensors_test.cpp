@@ -8,9 +8,11 @@
 #include <cstring>
 
 #include "attn/attn.h"
+#include "errors.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
 
 namespace {
 
@@ -23,12 +25,8 @@ std::string header_file(const std::string& json, const std::string& data) {
 }
 
 std::string parse_error(const std::string& bytes) {
-  try {
-    io::parse_safetensors(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "t.safetensors");
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
+  return error_of([&] { io::parse_safetensors(p, bytes.size(), "t.safetensors"); });
 }
 
 }  // namespace
@@ -110,27 +108,14 @@ TEST(Safetensors, MalformedInputsGiveClearErrors) {
   FILE* fp = std::fopen(path.c_str(), "wb");
   std::fwrite(full.data(), 1, full.size() - 5, fp);
   std::fclose(fp);
-  try {
-    io::load_safetensors(path);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("entry 'w' data_offsets [0, 64] lie outside the data block of 59 bytes"),
-              std::string::npos) << e.what();
-  }
+  const std::string e = error_of([&] { io::load_safetensors(path); });
+  EXPECT_NE(e.find("entry 'w' data_offsets [0, 64] lie outside the data block of 59 bytes"), std::string::npos) << e;
 }
 
 TEST(Safetensors, ADirectoryOrAMissingFileIsNamed) {
   const std::string dir = std::filesystem::temp_directory_path().string();
-  try {
-    io::load_safetensors(dir);
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "safetensors: expected a file, but '" + dir + "' is a directory");
-  }
-  try {
-    io::load_safetensors(dir + "/attn-no-such-file.safetensors");
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot open"), std::string::npos) << e.what();
-  }
+  EXPECT_EQ(error_of([&] { io::load_safetensors(dir); }),
+            "safetensors: expected a file, but '" + dir + "' is a directory");
+  const std::string missing = error_of([&] { io::load_safetensors(dir + "/attn-no-such-file.safetensors"); });
+  EXPECT_NE(missing.find("cannot open"), std::string::npos) << missing;
 }

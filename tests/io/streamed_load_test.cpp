@@ -18,8 +18,11 @@
 #include "attn/io/name_maps.h"
 #include "attn/nn/linear.h"
 #include "attn/train/tasks/image_classification.h"
+#include "attn/train/trainer.h"
+#include "errors.h"
 
 using namespace attn;
+using test::error_of;
 
 namespace {
 
@@ -213,13 +216,9 @@ TEST(StreamedLoad, ModuleStreamHoldsOneTensorAtATime) {
   EXPECT_EQ(logits(*dst), logits(*src));
   // A mismatch is reported before anything is read.
   auto other = models::create_model("vit_fmnist_small");
-  try {
-    other->load_safetensors_streamed(r);
-    ADD_FAILURE() << "expected a mismatch";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("does not match the model"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find(f.path), std::string::npos) << e.what();
-  }
+  const std::string e = error_of([&] { other->load_safetensors_streamed(r); });
+  EXPECT_NE(e.find("does not match the model"), std::string::npos) << e;
+  EXPECT_NE(e.find(f.path), std::string::npos) << e;
 }
 
 TEST(StreamedLoad, ReleasingLoadDropsTheSources) {
@@ -245,23 +244,12 @@ TEST(StreamedLoad, TruncatedFilesGiveClearErrors) {
   // Truncated before opening: the header names more data than the file has; the same message as
   // parse_safetensors on those bytes.
   std::filesystem::resize_file(f.path, size / 2);
-  std::string in_memory;
-  try {
-    io::parse_safetensors(reinterpret_cast<const uint8_t*>(bytes.data()), size / 2, f.path);
-  } catch (const Error& e) {
-    in_memory = e.what();
-  }
+  const std::string in_memory =
+      error_of([&] { io::parse_safetensors(reinterpret_cast<const uint8_t*>(bytes.data()), size / 2, f.path); });
   EXPECT_NE(in_memory.find("lie outside the data block"), std::string::npos) << in_memory;
-  for (int way = 0; way < 3; ++way) {
-    try {
-      if (way == 0) io::load_safetensors(f.path);
-      if (way == 1) io::SafetensorsReader r(f.path);
-      if (way == 2) io::load_foreign_vit(io::SafetensorsReader(f.path), options(DType::bf16));
-      ADD_FAILURE() << "expected an error (way " << way << ")";
-    } catch (const Error& e) {
-      EXPECT_EQ(std::string(e.what()), in_memory) << "way " << way;
-    }
-  }
+  EXPECT_EQ(error_of([&] { io::load_safetensors(f.path); }), in_memory);
+  EXPECT_EQ(error_of([&] { io::SafetensorsReader r(f.path); }), in_memory);
+  EXPECT_EQ(error_of([&] { io::load_foreign_vit(io::SafetensorsReader(f.path), options(DType::bf16)); }), in_memory);
   // Truncated after the header was read: the read of an entry says so.
   {
     std::ofstream out(f.path, std::ios::binary | std::ios::trunc);
@@ -269,19 +257,10 @@ TEST(StreamedLoad, TruncatedFilesGiveClearErrors) {
   }
   io::SafetensorsReader r(f.path);
   std::filesystem::resize_file(f.path, size - 16);
-  try {
-    (void)r.read(r.entries().size() - 1);
-    ADD_FAILURE() << "expected an error";
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find("read of entry '" + r.entries().back().name + "'"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("shorter than its header says"), std::string::npos) << msg;
-  }
+  const std::string msg = error_of([&] { (void)r.read(r.entries().size() - 1); });
+  EXPECT_NE(msg.find("read of entry '" + r.entries().back().name + "'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("shorter than its header says"), std::string::npos) << msg;
   // A missing file is named, as before.
-  try {
-    io::SafetensorsReader missing(f.path + ".nope");
-    ADD_FAILURE() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot open"), std::string::npos) << e.what();
-  }
+  const std::string missing = error_of([&] { io::SafetensorsReader m(f.path + ".nope"); });
+  EXPECT_NE(missing.find("cannot open"), std::string::npos) << missing;
 }

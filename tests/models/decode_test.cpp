@@ -14,9 +14,11 @@
 #include "attn/ops/loss.h"
 #include "attn/optim/adam.h"
 #include "attn/optim/schedule.h"
+#include "errors.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
 using models::bos_id;
 using models::eos_id;
 
@@ -208,12 +210,8 @@ TEST(Decode, BeamBeatsGreedyOnToyModel) {
 
 TEST(Decode, BadArgumentsSayWhat) {
   ToyModel m;
-  try {
-    models::beam_search(m, Tensor::zeros({2, 3}, DType::i64), Tensor(), {.beam = 0});
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "beam_search: expected beam >= 1, got 0");
-  }
+  EXPECT_EQ(error_of([&] { models::beam_search(m, Tensor::zeros({2, 3}, DType::i64), Tensor(), {.beam = 0}); }),
+            "beam_search: expected beam >= 1, got 0");
   EXPECT_THROW(models::greedy_decode(m, Tensor::zeros({2, 3}), Tensor(), 5), Error);   // f32 ids
 }
 

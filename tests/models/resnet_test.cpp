@@ -9,9 +9,11 @@
 #include "attn/attn.h"
 #include "attn/models/resnet.h"
 #include "attn/ops/reduce.h"
+#include "errors.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
 
 namespace {
 
@@ -102,18 +104,10 @@ TEST(ResNet, ParameterTotalsAndMacsMatchTorchvision) {
 }
 
 TEST(ResNet, BadConfigsAreErrors) {
-  try {
-    models::create_model("resnet_fmnist", {{"widths", {16, 32}}});
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "resnet: expected as many widths as block counts (at least one stage), got 2 widths and 3 "
-                           "block counts");
-  }
+  EXPECT_EQ(error_of([&] { models::create_model("resnet_fmnist", {{"widths", {16, 32}}}); }),
+            "resnet: expected as many widths as block counts (at least one stage), got 2 widths and 3 "
+            "block counts");
   auto m = models::create_model("resnet_fmnist");
-  try {
-    m->forward(Tensor::zeros({1, 3, 28, 28}));
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "resnet: expected images (B, 1, H, W), got shape [1, 3, 28, 28]");
-  }
+  EXPECT_EQ(error_of([&] { m->forward(Tensor::zeros({1, 3, 28, 28})); }),
+            "resnet: expected images (B, 1, H, W), got shape [1, 3, 28, 28]");
 }

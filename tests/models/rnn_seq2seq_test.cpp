@@ -13,9 +13,11 @@
 #include "attn/models/rnn_seq2seq.h"
 #include "attn/optim/adam.h"
 #include "attn/optim/clip.h"
+#include "errors.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
 using test::torch_ref;
 
 namespace {
@@ -146,14 +148,7 @@ TEST(RnnSeq2Seq, ConfigDefaultsAndMessages) {
   auto m2 = models::make_rnn_seq2seq(m->config());
   EXPECT_EQ(m2->config(), m->config());
   EXPECT_EQ(m2->num_parameters(), m->num_parameters());
-  auto msg = [](const Cfg& c) {
-    try {
-      models::make_rnn_seq2seq(c);
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  auto msg = [](const Cfg& c) { return error_of([&] { models::make_rnn_seq2seq(c); }); };
   EXPECT_EQ(msg({{"hiden", 4}}).rfind("rnn-attention: unknown config key \"hiden\" (known: ", 0), 0u);
   EXPECT_EQ(msg({{"vocab_size", 11}, {"score", "bilinear"}}),
             "rnn-attention: expected score \"dot\", \"general\" or \"concat\", got \"bilinear\"");
@@ -175,12 +170,8 @@ TEST(RnnSeq2Seq, ConfigDefaultsAndMessages) {
   EXPECT_TRUE(tied->tgt_embed->weight.is_same(tied->src_embed->weight));   // shared by default
   Tensor src = Tensor::from_vector<int64_t>({5, 0, 6, 7}, {1, 4});
   Tensor pad = Tensor::from_vector<uint8_t>({0, 1, 0, 0}, {1, 4});
-  try {
-    m->start(src, pad);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "rnn-attention: expected padding only at the end of each row; row 0 has a token at 2 after padding at 1");
-  }
+  EXPECT_EQ(error_of([&] { m->start(src, pad); }),
+            "rnn-attention: expected padding only at the end of each row; row 0 has a token at 2 after padding at 1");
 }
 
 TEST(RnnSeq2Seq, UndefinedPaddingMeansNone) {

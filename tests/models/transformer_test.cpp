@@ -11,21 +11,18 @@
 #include "attn/attn.h"
 #include "attn/models/transformer.h"
 #include "attn/ops/indexing.h"
+#include "errors.h"
+#include "params.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
 
 namespace {
 
 // Every parameter random so each one matters: LayerNorm weights 1 + N(0, .1), the rest N(0, .2).
 void randomize(nn::Module& m, uint64_t seed) {
-  Generator g(seed);
-  NoGradGuard ng;
-  for (auto& [name, p] : m.named_parameters()) {
-    const bool norm_weight = name.find("norm") != std::string::npos && name.ends_with(".weight");
-    Tensor r = randn(p.shape(), g) * (norm_weight ? 0.1 : 0.2);
-    p.copy_(norm_weight ? r + 1.0 : r);
-  }
+  test::randomize_parameters(m, seed, [](const std::string&) { return 0.2; });
 }
 
 // (B, L) u8 with row b padded from lens[b] on.
@@ -41,39 +38,50 @@ struct Case {
   models::Activation act;
 };
 
-class TransformerVsTorch : public ::testing::TestWithParam<Case> {};
+// A batch-first 2 + 2 layer Transformer without dropout in the case's mode, its weights randomized
+// from seed, and the reference's arguments for the same model (causal decoder).
+struct TwoByTwo {
+  std::unique_ptr<models::Transformer> tf;
+  nlohmann::json args;
+};
+TwoByTwo two_by_two(const Case& c, int64_t E, int64_t nhead, int64_t d_ff, uint64_t seed) {
+  TwoByTwo t;
+  t.tf = std::make_unique<models::Transformer>(models::TransformerOptions{
+      .d_model = E, .nhead = nhead, .num_encoder_layers = 2, .num_decoder_layers = 2, .dim_feedforward = d_ff,
+      .dropout = 0.0, .activation = c.act, .batch_first = true, .norm_first = c.norm_first});
+  randomize(*t.tf, seed);
+  t.args = {{"d_model", E}, {"nhead", nhead}, {"num_encoder_layers", 2}, {"num_decoder_layers", 2},
+            {"dim_feedforward", d_ff}, {"activation", models::to_string(c.act)}, {"norm_first", c.norm_first},
+            {"causal", true}};
+  return t;
+}
 
-TEST_P(TransformerVsTorch, EvalOutputsWithMasks) {
-  const Case c = GetParam();
-  const int64_t B = 3, S = 7, T = 6, E = 16;
-  models::TransformerOptions o;
-  o.d_model = E;
-  o.nhead = 4;
-  o.num_encoder_layers = 2;
-  o.num_decoder_layers = 2;
-  o.dim_feedforward = 24;
-  o.dropout = 0.0;
-  o.activation = c.act;
-  o.norm_first = c.norm_first;
-  o.batch_first = true;
-  models::Transformer tf(o);
-  randomize(tf, 11);
-  tf.eval();
-  Generator g(5);
-  const Tensor src = randn({B, S, E}, g), tgt = randn({B, T, E}, g);
-  const std::vector<int64_t> src_len = {7, 4, 5}, tgt_len = {6, 3, 5};
-  const Tensor src_kpm = pad_mask(src_len, S), tgt_kpm = pad_mask(tgt_len, T);
-  test::Tensors in;
-  for (const auto& [n, p] : tf.named_parameters()) in["p." + n] = p.detach().clone();
+// The reference's inputs: the parameters, the sequences and their key padding masks (the memory's
+// is the source's).
+test::Tensors ref_inputs(const nn::Module& m, const Tensor& src, const Tensor& tgt, const Tensor& src_kpm,
+                         const Tensor& tgt_kpm) {
+  test::Tensors in = test::param_inputs(m);
   in["src"] = src;
   in["tgt"] = tgt;
   in["src_kpm"] = src_kpm;
   in["tgt_kpm"] = tgt_kpm;
   in["mem_kpm"] = src_kpm;
-  auto ref = test::torch_ref("transformer.transformer", in,
-                             {{"d_model", E}, {"nhead", 4}, {"num_encoder_layers", 2}, {"num_decoder_layers", 2},
-                              {"dim_feedforward", 24}, {"activation", models::to_string(c.act)},
-                              {"norm_first", c.norm_first}, {"causal", true}});
+  return in;
+}
+
+class TransformerVsTorch : public ::testing::TestWithParam<Case> {};
+
+TEST_P(TransformerVsTorch, EvalOutputsWithMasks) {
+  const Case c = GetParam();
+  const int64_t B = 3, S = 7, T = 6, E = 16;
+  const TwoByTwo m = two_by_two(c, E, 4, 24, 11);
+  models::Transformer& tf = *m.tf;
+  tf.eval();
+  Generator g(5);
+  const Tensor src = randn({B, S, E}, g), tgt = randn({B, T, E}, g);
+  const std::vector<int64_t> src_len = {7, 4, 5}, tgt_len = {6, 3, 5};
+  const Tensor src_kpm = pad_mask(src_len, S), tgt_kpm = pad_mask(tgt_len, T);
+  auto ref = test::torch_ref("transformer.transformer", ref_inputs(tf, src, tgt, src_kpm, tgt_kpm), m.args);
   Tensor out;
   {
     NoGradGuard ng;
@@ -94,35 +102,16 @@ TEST_P(TransformerVsTorch, EvalOutputsWithMasks) {
 TEST_P(TransformerVsTorch, TrainGradients) {
   const Case c = GetParam();
   const int64_t B = 2, S = 5, T = 4, E = 8;
-  models::TransformerOptions o;
-  o.d_model = E;
-  o.nhead = 2;
-  o.num_encoder_layers = 2;
-  o.num_decoder_layers = 2;
-  o.dim_feedforward = 12;
-  o.dropout = 0.0;
-  o.activation = c.act;
-  o.norm_first = c.norm_first;
-  o.batch_first = true;
-  models::Transformer tf(o);
-  randomize(tf, 21);
+  const TwoByTwo m = two_by_two(c, E, 2, 12, 21);
+  models::Transformer& tf = *m.tf;
   tf.train();
   Generator g(6);
   Tensor src = randn({B, S, E}, g), tgt = randn({B, T, E}, g);
   const Tensor gy = randn({B, T, E}, g);
   const Tensor src_kpm = pad_mask({5, 3}, S), tgt_kpm = pad_mask({4, 3}, T);
-  test::Tensors in;
-  for (const auto& [n, p] : tf.named_parameters()) in["p." + n] = p.detach().clone();
-  in["src"] = src;
-  in["tgt"] = tgt;
+  test::Tensors in = ref_inputs(tf, src, tgt, src_kpm, tgt_kpm);
   in["g"] = gy;
-  in["src_kpm"] = src_kpm;
-  in["tgt_kpm"] = tgt_kpm;
-  in["mem_kpm"] = src_kpm;
-  auto ref = test::torch_ref("transformer.transformer", in,
-                             {{"d_model", E}, {"nhead", 2}, {"num_encoder_layers", 2}, {"num_decoder_layers", 2},
-                              {"dim_feedforward", 12}, {"activation", models::to_string(c.act)},
-                              {"norm_first", c.norm_first}, {"causal", true}});
+  auto ref = test::torch_ref("transformer.transformer", in, m.args);
   src.requires_grad_();
   tgt.requires_grad_();
   Tensor out = tf.forward(src, tgt, Tensor(), models::Transformer::generate_square_subsequent_mask(T), Tensor(),
@@ -185,12 +174,8 @@ TEST(Transformer, SequenceFirstEqualsBatchFirst) {
 TEST(Transformer, BadInputsSayWhat) {
   models::Transformer tf({.d_model = 8, .nhead = 2, .num_encoder_layers = 1, .num_decoder_layers = 1,
                           .dim_feedforward = 16, .batch_first = true});
-  try {
-    tf.forward(Tensor::zeros({2, 5, 6}), Tensor::zeros({2, 3, 8}));
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("Transformer: expected src of shape (B, L, 8)"), std::string::npos) << e.what();
-  }
+  const std::string e = error_of([&] { tf.forward(Tensor::zeros({2, 5, 6}), Tensor::zeros({2, 3, 8})); });
+  EXPECT_NE(e.find("Transformer: expected src of shape (B, L, 8)"), std::string::npos) << e;
   EXPECT_THROW(models::Transformer({.d_model = 10, .nhead = 4}), Error);
 }
 
@@ -309,12 +294,8 @@ TEST(TransformerSeq2Seq, ConfigRoundTripAndErrors) {
   auto t = small_model(false, true, true);
   EXPECT_TRUE(t->output_proj->weight.is_same(t->src_embed->weight));
   EXPECT_EQ(t->num_parameters(), m->num_parameters() - 2 * 13 * 16);
-  try {
-    models::make_transformer_seq2seq({{"d_modle", 8}});
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "transformer config: unknown key \"d_modle\"");
-  }
+  EXPECT_EQ(error_of([&] { models::make_transformer_seq2seq({{"d_modle", 8}}); }),
+            "transformer config: unknown key \"d_modle\"");
   EXPECT_THROW(models::make_transformer_seq2seq({{"activation", "tanh"}}), Error);
 }
 

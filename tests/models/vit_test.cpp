@@ -13,29 +13,22 @@
 #include "attn/models/vit.h"
 #include "attn/ops/loss.h"
 #include "attn/ops/reduce.h"
+#include "errors.h"
+#include "params.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::param_inputs;
+using test::error_of;
 
 namespace {
 
 // Every parameter random (the heads too, NOT timm's zeros), so each weight matters: LayerNorm
-// weights 1 + N(0, .1), everything else N(0, .1) (patch embedding and tokens N(0, .5)).
+// weights 1 + N(0, .1), the tokens and position embedding N(0, .5), everything else N(0, .1).
 void randomize(nn::Module& m, uint64_t seed) {
-  Generator g(seed);
-  NoGradGuard ng;
-  for (auto& [name, p] : m.named_parameters()) {
-    const bool norm_weight = name.find("norm") != std::string::npos && name.ends_with(".weight");
-    const double s = (name.find("token") != std::string::npos || name.find("pos_embed") != std::string::npos) ? 0.5 : 0.1;
-    Tensor r = randn(p.shape(), g) * s;
-    p.copy_(norm_weight ? r + 1.0 : r);
-  }
-}
-
-test::Tensors param_inputs(const nn::Module& m) {
-  test::Tensors in;
-  for (const auto& [n, p] : m.named_parameters()) in["p." + n] = p.detach().clone();
-  return in;
+  test::randomize_parameters(m, seed, [](const std::string& name) {
+    return name.find("token") != std::string::npos || name.find("pos_embed") != std::string::npos ? 0.5 : 0.1;
+  });
 }
 
 // logits + every gradient of sum(logits * g) against torchvision's VisionTransformer.
@@ -123,13 +116,11 @@ TEST(Deit, DistilledMatchesTimmSemantics) {
 }
 
 TEST(Deit, CombineHeadsChecksShapes) {
-  try {
-    models::combine_distilled_heads(Tensor::zeros({2, 10}), Tensor::zeros({2, 5}), models::DistilledOutput::mean_logits);
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "combine_distilled_heads: expected two (B, classes) logits of the same shape, got [2, 10] "
-                           "and [2, 5]");
-  }
+  EXPECT_EQ(error_of([] {
+              models::combine_distilled_heads(Tensor::zeros({2, 10}), Tensor::zeros({2, 5}),
+                                              models::DistilledOutput::mean_logits);
+            }),
+            "combine_distilled_heads: expected two (B, classes) logits of the same shape, got [2, 10] and [2, 5]");
 }
 
 // After one backward in training mode (dropout / drop-path as configured), every parameter has a

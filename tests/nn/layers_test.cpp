@@ -9,9 +9,11 @@
 #include "attn/nn/init.h"
 #include "attn/nn/layer_norm.h"
 #include "attn/ops/dropout.h"
+#include "errors.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
 using test::torch_ref;
 
 class LayerNormVsTorch : public ::testing::TestWithParam<bool> {};
@@ -51,12 +53,8 @@ TEST(LayerNorm, DefaultsAndMessages) {
   EXPECT_TENSOR_NEAR(ln.weight, Tensor::ones({4}), 0, 0);
   EXPECT_TENSOR_NEAR(ln.bias, Tensor::zeros({4}), 0, 0);
   EXPECT_EQ(ln.options().eps, 1e-5);
-  try {
-    ln.forward(Tensor::zeros({2, 5}));
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "LayerNorm: expected input with last dim 4, got shape [2, 5]");
-  }
+  EXPECT_EQ(error_of([&] { ln.forward(Tensor::zeros({2, 5})); }),
+            "LayerNorm: expected input with last dim 4, got shape [2, 5]");
 }
 
 TEST(Embedding, ForwardBackwardVsTorch) {
@@ -91,12 +89,7 @@ TEST(Dropout, TrainingUsesTheOpEvalIsIdentity) {
   EXPECT_TRUE(drop.forward(x).is_same(x));
   nn::Dropout zero(0.0);
   EXPECT_TRUE(zero.forward(x).is_same(x));
-  try {
-    nn::Dropout bad(1.5);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "Dropout: expected p in [0, 1], got 1.5");
-  }
+  EXPECT_EQ(error_of([&] { nn::Dropout bad(1.5); }), "Dropout: expected p in [0, 1], got 1.5");
 }
 
 TEST(DropPath, PerSampleMaskScaledByKeep) {

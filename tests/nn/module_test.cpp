@@ -14,9 +14,11 @@
 #include "attn/nn/mlp.h"
 #include "attn/nn/module.h"
 #include "attn/nn/sequential.h"
+#include "errors.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
 using test::torch_ref;
 
 namespace {
@@ -141,25 +143,15 @@ TEST(Module, StrictLoadListsEveryProblemInOneError) {
   bad.emplace_back("head.bias", Tensor::zeros({3}));      // unexpected
   bad.emplace_back("blocks.7.norm.weight", Tensor::zeros({4}));
   const Tensor before = m.cls_token.clone();
-  try {
-    m.load_state_dict(bad);
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(),
-                 "load_state_dict: the state dict does not match the model\n"
-                 "  missing keys (2): blocks.0.mlp.fc2.weight, blocks.0.mlp.fc2.bias\n"
-                 "  unexpected keys (2): head.bias, blocks.7.norm.weight\n"
-                 "  mis-shaped keys (1): head.weight (model [3, 4], state dict [3, 5])");
-  }
+  EXPECT_EQ(error_of([&] { m.load_state_dict(bad); }),
+            "load_state_dict: the state dict does not match the model\n"
+            "  missing keys (2): blocks.0.mlp.fc2.weight, blocks.0.mlp.fc2.bias\n"
+            "  unexpected keys (2): head.bias, blocks.7.norm.weight\n"
+            "  mis-shaped keys (1): head.weight (model [3, 4], state dict [3, 5])");
   // Not strict: missing/unexpected are skipped, mis-shaped still fails, with the same wording.
-  try {
-    m.load_state_dict(bad, /*strict=*/false);
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(),
-                 "load_state_dict: the state dict does not match the model\n"
-                 "  mis-shaped keys (1): head.weight (model [3, 4], state dict [3, 5])");
-  }
+  EXPECT_EQ(error_of([&] { m.load_state_dict(bad, /*strict=*/false); }),
+            "load_state_dict: the state dict does not match the model\n"
+            "  mis-shaped keys (1): head.weight (model [3, 4], state dict [3, 5])");
   // The report can be capped (load_checkpoint names the first few).
   EXPECT_EQ(m.state_dict_mismatch(bad, true, 1),
             "the state dict does not match the model\n"
@@ -178,24 +170,12 @@ TEST(Module, RegistrationErrors) {
   struct M : nn::Module {};
   M m;
   m.register_parameter("w", Tensor::zeros({2}));
-  try {
-    m.register_buffer("w", Tensor::zeros({2}));
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "Module: cannot register buffer 'w': the name is already taken");
-  }
-  try {
-    m.register_parameter("a.b", Tensor::zeros({2}));
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "Module: parameter name 'a.b' must not contain '.'");
-  }
-  try {
-    m.register_parameter("idx", Tensor::zeros({2}, DType::i64));
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "Module: parameter 'idx' must be a f32 or f64 tensor, got i64");
-  }
+  EXPECT_EQ(error_of([&] { m.register_buffer("w", Tensor::zeros({2})); }),
+            "Module: cannot register buffer 'w': the name is already taken");
+  EXPECT_EQ(error_of([&] { m.register_parameter("a.b", Tensor::zeros({2})); }),
+            "Module: parameter name 'a.b' must not contain '.'");
+  EXPECT_EQ(error_of([&] { m.register_parameter("idx", Tensor::zeros({2}, DType::i64)); }),
+            "Module: parameter 'idx' must be a f32 or f64 tensor, got i64");
 }
 
 TEST(Module, TrainEvalZeroGradAndTable) {
@@ -276,12 +256,7 @@ TEST(Module, ToConvertsFloatsKeepsTiesAndIntegerBuffers) {
   t.to(DType::f32);
   EXPECT_EQ(t.a->weight.dtype(), DType::f32);
   EXPECT_TENSOR_NEAR(t.a->weight, w32, 0, 0);
-  try {
-    t.to(DType::i32);
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "Module::to: expected a floating dtype (f32, f64, bf16), got i32");
-  }
+  EXPECT_EQ(error_of([&] { t.to(DType::i32); }), "Module::to: expected a floating dtype (f32, f64, bf16), got i32");
 }
 
 class LinearVsTorch : public ::testing::TestWithParam<bool> {};
@@ -332,12 +307,8 @@ TEST(Linear, DefaultInitAsTorch) {
 
 TEST(Linear, BadInputMessage) {
   nn::Linear lin(8, 4);
-  try {
-    lin.forward(Tensor::zeros({2, 5}));
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "Linear: expected input with last dim 8, got shape [2, 5]");
-  }
+  EXPECT_EQ(error_of([&] { lin.forward(Tensor::zeros({2, 5})); }),
+            "Linear: expected input with last dim 8, got shape [2, 5]");
 }
 
 class MLPVsTorch : public ::testing::TestWithParam<const char*> {};
@@ -407,12 +378,7 @@ TEST(Sequential, NamesChildrenAndChainsForward) {
   int64_t n = 0;
   for (const auto& l : list) n += l->options().out_features;
   EXPECT_EQ(n, 5);
-  try {
-    list[2];
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "ModuleList: index 2 out of range for 2 modules");
-  }
+  EXPECT_EQ(error_of([&] { list[2]; }), "ModuleList: index 2 out of range for 2 modules");
 }
 
 TEST(Init, FillsAsSpecified) {
@@ -440,12 +406,8 @@ TEST(Init, FillsAsSpecified) {
   auto [fi, fo] = nn::init::fan_in_and_fan_out(Tensor::empty({8, 4, 3, 3}));
   EXPECT_EQ(fi, 36);
   EXPECT_EQ(fo, 72);
-  try {
-    nn::init::xavier_uniform_(Tensor::empty({5}), g);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "fan_in_and_fan_out: expected a tensor with at least 2 dims, got shape [5]");
-  }
+  EXPECT_EQ(error_of([&] { nn::init::xavier_uniform_(Tensor::empty({5}), g); }),
+            "fan_in_and_fan_out: expected a tensor with at least 2 dims, got shape [5]");
 }
 
 TEST(Init, SkipRandomInitZeroFillsAndLeavesTheGeneratorAlone) {

@@ -15,8 +15,10 @@
 #include "attn/models/vit.h"
 #include "attn/nn/linear.h"
 #include "attn/ops/matmul.h"
+#include "errors.h"
 
 using namespace attn;
+using test::error_of;
 
 namespace {
 
@@ -31,15 +33,6 @@ bool onednn_below_avx512() {
   const char* cap = std::getenv("ONEDNN_MAX_CPU_ISA");
   const std::string c = cap ? cap : "";
   return detected_isa() != Isa::avx512 || c == "SSE41" || c == "AVX" || c == "AVX2" || c == "AVX2_VNNI";
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 void expect_close(const Tensor& a, const Tensor& b, double tol, const std::string& what) {
@@ -118,20 +111,20 @@ TEST(PackedLinear, PackedWeightRefusesOtherUses) {
     // oneDNN keeps the plain layout on this CPU: the weight is left untagged and fully usable.
     ASSERT_FALSE(packing_expected());
     EXPECT_FALSE(l.weight.is_gemm_packed());
-    EXPECT_EQ(error_of([&] { (void)l.weight.to_vector<float>(); }), "");
-    EXPECT_EQ(error_of([&] { (void)l.forward(x); }), "");
+    EXPECT_EQ(error_of([&] { (void)l.weight.to_vector<float>(); }), test::kNoError);
+    EXPECT_EQ(error_of([&] { (void)l.forward(x); }), test::kNoError);
     return;
   }
   // Reading the bytes as a (128, 64) tensor would be garbage: refused, with the way out named.
   const std::string e = error_of([&] { (void)l.weight.to_vector<float>(); });
   EXPECT_NE(e.find("packed for the GEMM"), std::string::npos) << e;
   EXPECT_NE(e.find("unpack_linear_weights"), std::string::npos) << e;
-  EXPECT_NE(error_of([&] { (void)l.weight.clone(); }), "");
+  EXPECT_NE(error_of([&] { (void)l.weight.clone(); }), test::kNoError);
   // Training through it is refused too.
   const std::string eg = error_of([&] { (void)l.forward(x); });   // grad mode on, weight requires grad
   EXPECT_NE(eg.find("packed for inference"), std::string::npos) << eg;
   nn::unpack_linear_weights(l);
-  EXPECT_EQ(error_of([&] { (void)l.forward(x); }), "");
+  EXPECT_EQ(error_of([&] { (void)l.forward(x); }), test::kNoError);
 }
 
 TEST(PackedLinear, SharedWeightIsLeftPlain) {

@@ -10,21 +10,14 @@
 
 #include "attn/attn.h"
 #include "attn/nn/pos_embed.h"
+#include "errors.h"
+#include "params.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::param_listing;
+using test::error_of;
 using test::torch_ref;
-
-namespace {
-void expect_error(const std::function<void()>& f, const std::string& msg) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected: " << msg;
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), msg);
-  }
-}
-}  // namespace
 
 TEST(PosEmbed, SinusoidalAsTheTransformerPaper) {
   for (auto [n, d] : std::vector<std::pair<int64_t, int64_t>>{{1, 2}, {50, 64}, {17, 31}, {128, 512}}) {
@@ -49,7 +42,8 @@ TEST(PosEmbed, SinCos2dAsMae) {
     EXPECT_TENSOR_NEAR(pe, ref.at("pe"), 1e-12, 1e-12) << c.d << " " << c.gh << "x" << c.gw;
     EXPECT_TENSOR_NEAR(nn::sincos_2d_pos_embed(c.d, c.gh, c.gw, c.cls), ref.at("pe").to(DType::f32), 1e-7, 0);
   }
-  expect_error([] { nn::sincos_2d_pos_embed(10, 2, 2); }, "sincos_2d_pos_embed: expected a dim divisible by 4, got 10");
+  EXPECT_EQ(error_of([] { nn::sincos_2d_pos_embed(10, 2, 2); }),
+            "sincos_2d_pos_embed: expected a dim divisible by 4, got 10");
 }
 
 TEST(PosEmbed, LearnedAsTimm) {
@@ -71,9 +65,10 @@ TEST(PosEmbed, LearnedAsTimm) {
   // Fewer tokens take the first positions.
   Tensor x2 = randn({1, 50, 64}, g);
   EXPECT_TENSOR_NEAR(pos.forward(x2), x2 + pos.pos_embed.slice(1, 0, 50), 0, 0);
-  expect_error([&] { pos.forward(randn({1, 198, 64}, g)); },
-               "PosEmbed: expected at most 197 positions, got input of shape [1, 198, 64]");
-  expect_error([&] { pos.forward(randn({1, 5, 32}, g)); }, "PosEmbed: expected input of shape (B, T, 64), got [1, 5, 32]");
+  EXPECT_EQ(error_of([&] { pos.forward(randn({1, 198, 64}, g)); }),
+            "PosEmbed: expected at most 197 positions, got input of shape [1, 198, 64]");
+  EXPECT_EQ(error_of([&] { pos.forward(randn({1, 5, 32}, g)); }),
+            "PosEmbed: expected input of shape (B, T, 64), got [1, 5, 32]");
 }
 
 TEST(PosEmbed, FixedKindsAreBuffers) {
@@ -86,7 +81,8 @@ TEST(PosEmbed, FixedKindsAreBuffers) {
   EXPECT_TENSOR_NEAR(sc.embedding(), nn::sincos_2d_pos_embed(32, 3, 5, true).unsqueeze(0), 0, 0);
   Tensor x = Tensor::ones({2, 16, 32});
   EXPECT_TENSOR_NEAR(sc.forward(x), x + sc.embedding(), 0, 0);
-  expect_error([&] { sc.forward(Tensor::ones({2, 15, 32})); }, "PosEmbed: expected input of shape (B, 16, 32), got [2, 15, 32]");
+  EXPECT_EQ(error_of([&] { sc.forward(Tensor::ones({2, 15, 32})); }),
+            "PosEmbed: expected input of shape (B, 16, 32), got [2, 15, 32]");
   nn::PosEmbed sn({.kind = nn::PosEmbedKind::sinusoidal, .dim = 6, .num_positions = 9});
   EXPECT_TENSOR_NEAR(sn.embedding(), nn::sinusoidal_pos_embed(9, 6).unsqueeze(0), 0, 0);
   nn::PosEmbed none({.kind = nn::PosEmbedKind::none, .dim = 6});
@@ -102,11 +98,9 @@ TEST(PosEmbed, Learned2dAsViTAblation) {
     const int64_t D = 10, gh = 3, gw = 4;
     nn::PosEmbed pos({.kind = nn::PosEmbedKind::learned_2d, .dim = D, .grid_h = gh, .grid_w = gw, .cls_token = cls},
                      g);
-    std::vector<std::string> names;
-    for (auto& [k, p] : pos.named_parameters()) names.push_back(k + shape_str(p.shape()));
     std::vector<std::string> want = {"col_embed[4, 5]", "row_embed[3, 5]"};
     if (cls) want.insert(want.begin(), "cls_pos_embed[1, 1, 10]");
-    EXPECT_EQ(names, want);
+    EXPECT_EQ(param_listing(pos), want);
     const int64_t N = gh * gw + (cls ? 1 : 0);
     Tensor gout = randn({1, N, D}, g);
     test::Tensors in = {{"col", pos.col_embed}, {"row", pos.row_embed}, {"g", gout}};
@@ -119,6 +113,6 @@ TEST(PosEmbed, Learned2dAsViTAblation) {
     EXPECT_TENSOR_NEAR(pos.row_embed.grad(), ref.at("drow"), 1e-6, 1e-6);
     if (cls) EXPECT_TENSOR_NEAR(pos.cls_pos_embed.grad(), ref.at("dcls"), 0, 0);
   }
-  expect_error([] { nn::PosEmbed({.kind = nn::PosEmbedKind::learned_2d, .dim = 7, .grid_h = 2, .grid_w = 2}); },
-               "PosEmbed: learned_2d needs an even dim, got 7");
+  EXPECT_EQ(error_of([] { nn::PosEmbed({.kind = nn::PosEmbedKind::learned_2d, .dim = 7, .grid_h = 2, .grid_w = 2}); }),
+            "PosEmbed: learned_2d needs an even dim, got 7");
 }

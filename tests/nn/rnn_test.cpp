@@ -7,9 +7,11 @@
 
 #include "attn/attn.h"
 #include "attn/nn/rnn.h"
+#include "errors.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
 using test::torch_ref;
 
 namespace {
@@ -153,21 +155,14 @@ TEST(Rnn, ParameterNamesInitAndShapes) {
 
 TEST(Rnn, Messages) {
   nn::GRU gru({.input_size = 3, .hidden_size = 4, .num_layers = 2});
-  auto msg = [](auto&& f) {
-    try {
-      f();
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  EXPECT_EQ(msg([&] { gru.forward(Tensor::zeros({5, 2, 4})); }),
+  EXPECT_EQ(error_of([&] { gru.forward(Tensor::zeros({5, 2, 4})); }),
             "GRU: expected input of shape (T, B, 3), got [5, 2, 4]");
-  EXPECT_EQ(msg([&] { gru.forward(Tensor::zeros({5, 2, 3}), Tensor::zeros({1, 2, 4})); }),
+  EXPECT_EQ(error_of([&] { gru.forward(Tensor::zeros({5, 2, 3}), Tensor::zeros({1, 2, 4})); }),
             "GRU: expected h0 of shape [2, 2, 4], got [1, 2, 4]");
-  EXPECT_EQ(msg([&] { gru.forward(Tensor::zeros({5, 2, 3}), Tensor(), Tensor::from_vector<int64_t>({5, 6}, {2})); }),
+  const Tensor lengths = Tensor::from_vector<int64_t>({5, 6}, {2});
+  EXPECT_EQ(error_of([&] { gru.forward(Tensor::zeros({5, 2, 3}), Tensor(), lengths); }),
             "GRU: expected every length in [1, 5], got 6 at row 1");
-  EXPECT_EQ(msg([&] { nn::LSTM({.input_size = 3, .hidden_size = 0}); }),
+  EXPECT_EQ(error_of([&] { nn::LSTM({.input_size = 3, .hidden_size = 0}); }),
             "LSTM: expected positive input_size and hidden_size, got 3 and 0");
 }
 

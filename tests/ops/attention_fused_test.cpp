@@ -7,61 +7,20 @@
 
 #include <cmath>
 
+#include "attention_cases.h"
 #include "attn/attn.h"
 #include "attn/core/memory.h"
 #include "attn/ops/attention.h"
 #include "attn/ops/indexing.h"
+#include "isa.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::describe;
+using test::make_mask;
+using test::MaskKind;
 
 namespace {
-
-struct IsaRestore {
-  Isa saved = active_isa();
-  ~IsaRestore() { set_isa(saved); }
-};
-std::vector<Isa> supported_isas() {
-  std::vector<Isa> v;
-  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512})
-    if (int(i) <= int(detected_isa())) v.push_back(i);
-  return v;
-}
-
-enum class MaskKind { none, bool_key_padding, bool_tq_tk, float_full, float_tq_tk, float_key_padding };
-
-const char* mask_name(MaskKind m) {
-  switch (m) {
-    case MaskKind::none: return "none";
-    case MaskKind::bool_key_padding: return "bool (B,1,1,Tk)";
-    case MaskKind::bool_tq_tk: return "bool (Tq,Tk)";
-    case MaskKind::float_full: return "float (B,NH,Tq,Tk)";
-    case MaskKind::float_tq_tk: return "float (Tq,Tk)";
-    case MaskKind::float_key_padding: return "float (B,1,1,Tk)";
-  }
-  return "?";
-}
-
-// Random masks; the (Tq, Tk) ones hide every key of query row 1 (an all-masked row).
-Tensor make_mask(MaskKind kind, int64_t B, int64_t NH, int64_t Tq, int64_t Tk, Generator& g) {
-  auto dead_row = [&](Tensor m, double value) {
-    if (Tq > 1) m.select(0, 1).fill_(value);
-    return m;
-  };
-  switch (kind) {
-    case MaskKind::none: return Tensor();
-    case MaskKind::bool_key_padding: return lt(rand({B, 1, 1, Tk}, g), 0.3);
-    case MaskKind::bool_tq_tk: return dead_row(lt(rand({Tq, Tk}, g), 0.3).contiguous(), 1.0);
-    case MaskKind::float_full: return randn({B, NH, Tq, Tk}, g);
-    case MaskKind::float_tq_tk: {
-      Tensor hide = lt(rand({Tq, Tk}, g), 0.2);
-      return dead_row(where(hide, Tensor::full({1}, -INFINITY), randn({Tq, Tk}, g)).contiguous(), -INFINITY);
-    }
-    case MaskKind::float_key_padding:
-      return where(lt(rand({B, 1, 1, Tk}, g), 0.25), Tensor::full({1}, -INFINITY), Tensor::zeros({1}));
-  }
-  return Tensor();
-}
 
 struct Outs {
   Tensor out, dq, dk, dv;
@@ -78,26 +37,12 @@ Outs run_sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& m
   return {out.detach(), qq.grad(), kk.grad(), vv.grad()};
 }
 
-struct Case {
-  int64_t B, NH, Tq, Tk, HS, HSv;
-  MaskKind mask;
-  bool causal;
-  CausalAlign align;
-  double p = 0.0;
-};
-
-std::string describe(const Case& c) {
-  std::ostringstream os;
-  os << "B" << c.B << " NH" << c.NH << " Tq" << c.Tq << " Tk" << c.Tk << " HS" << c.HS << " HSv" << c.HSv
-     << " mask " << mask_name(c.mask) << (c.causal ? " causal " : " ")
-     << (c.causal ? (c.align == CausalAlign::bottom_right ? "bottom_right" : "top_left") : "") << " p " << c.p;
-  return os.str();
-}
+using Case = test::SdpaCase;
 
 void check_case(const Case& c, Generator& g, const std::string& isa) {
   Tensor q = randn({c.B, c.NH, c.Tq, c.HS}, g), k = randn({c.B, c.NH, c.Tk, c.HS}, g);
   Tensor v = randn({c.B, c.NH, c.Tk, c.HSv}, g), gout = randn({c.B, c.NH, c.Tq, c.HSv}, g);
-  Tensor mask = make_mask(c.mask, c.B, c.NH, c.Tq, c.Tk, g);
+  Tensor mask = make_mask(c.mask, c.B, c.NH, c.Tq, c.Tk, DType::f32, g);
   SdpaOptions o;
   o.causal = c.causal;
   o.causal_align = c.align;
@@ -149,21 +94,17 @@ const std::vector<Case> kSweep = {
 }  // namespace
 
 TEST(AttentionFused, MatchesNaiveEveryIsa) {
-  IsaRestore restore;
-  for (Isa isa : supported_isas()) {
-    set_isa(isa);
+  test::for_each_isa([&](Isa isa) {
     Generator g(401);
     for (const Case& c : kSweep) check_case(c, g, isa_name(isa));
-  }
+  });
 }
 
 // Dropout: the fused kernel draws from the same (seed, offset) stream at the same element index
 // as the naive path, so the outputs and gradients agree; with v = I (Tk × Tk) the output IS the
 // dropped weight matrix, whose zeros must coincide exactly.
 TEST(AttentionFused, DropoutDropsTheSameElements) {
-  IsaRestore restore;
-  for (Isa isa : supported_isas()) {
-    set_isa(isa);
+  test::for_each_isa([&](Isa isa) {
     Generator g(402);
     for (const Case& c : {Case{2, 3, 7, 7, 32, 32, MK::none, false, CA::top_left, 0.3},
                           Case{1, 2, 197, 64, 64, 64, MK::bool_key_padding, true, CA::bottom_right, 0.1},
@@ -203,7 +144,7 @@ TEST(AttentionFused, DropoutDropsTheSameElements) {
       EXPECT_LT(dropped, int64_t(0.5 * double(B * NH * visible))) << "Tk " << Tk;
       EXPECT_TENSOR_NEAR(wf, wn, 1e-5, 1e-5) << "Tk " << Tk;
     }
-  }
+  });
 }
 
 // p = 1 drops everything: zeros (as naive).
@@ -247,7 +188,7 @@ TEST(AttentionFused, StridedInputs) {
 // The output is stored (B, T, NH, HS), so merging the heads is a view; a gradient in that layout (what
 // merge_heads' backward hands back) gives the same dq/dk/dv as the naive path with a contiguous one.
 TEST(AttentionFused, OutputInHeadsLastLayout) {
-  IsaRestore restore;
+  test::IsaRestore restore;
   Generator g(405);
   const int64_t B = 2, T = 70, NH = 3, HS = 32;
   Tensor q = randn({B, NH, T, HS}, g), k = randn({B, NH, T, HS}, g), v = randn({B, NH, T, HS}, g);
@@ -257,7 +198,7 @@ TEST(AttentionFused, OutputInHeadsLastLayout) {
   SdpaOptions o;
   o.causal = true;
   const Outs ref = run_sdpa(q, k, v, Tensor(), o, SdpaImpl::naive, gout.contiguous());
-  for (Isa isa : supported_isas()) {
+  for (Isa isa : test::supported_isas()) {
     SCOPED_TRACE(isa_name(isa));
     set_isa(isa);
     const Outs got = run_sdpa(q, k, v, Tensor(), o, SdpaImpl::fused, gout);
@@ -273,9 +214,7 @@ TEST(AttentionFused, OutputInHeadsLastLayout) {
 // Large scores (online-softmax rescaling across tiles) and a huge additive mask stay finite and
 // agree with the naive path.
 TEST(AttentionFused, LargeInputs) {
-  IsaRestore restore;
-  for (Isa isa : supported_isas()) {
-    set_isa(isa);
+  test::for_each_isa([&](Isa isa) {
     Generator g(405);
     const int64_t B = 1, NH = 2, T = 150, HS = 32;
     Tensor q = randn({B, NH, T, HS}, g) * 30.0, k = randn({B, NH, T, HS}, g) * 30.0, v = randn({B, NH, T, HS}, g);
@@ -286,7 +225,7 @@ TEST(AttentionFused, LargeInputs) {
     for (double x : f.out.to_vector<double>()) ASSERT_TRUE(std::isfinite(x)) << isa_name(isa);
     EXPECT_TENSOR_NEAR(f.out, n.out, 1e-4, 1e-4) << isa_name(isa);
     EXPECT_TENSOR_NEAR(f.dv, n.dv, 1e-4, 1e-4) << isa_name(isa);
-  }
+  });
 }
 
 // Same inputs, same thread count: bit-identical forward and backward.
@@ -357,13 +296,13 @@ TEST(AttentionFused, NoQuadraticBufferAt4096) {
 // (T 50, HS 32), the tiled path (T 150) with a mask, causal with dropout, and HS 128 at T 16, where
 // `automatic` takes the naive path (packed falls back through the views).
 TEST(AttentionFused, PackedEqualsUnpacked) {
-  IsaRestore restore;
+  test::IsaRestore restore;
   struct Case { int64_t B, T, NH, HS; bool causal, mask; double p; SdpaImpl impl; };
   const Case cases[] = {{4, 50, 4, 32, false, false, 0.0, SdpaImpl::automatic},
                         {2, 150, 3, 64, false, true, 0.0, SdpaImpl::fused},
                         {2, 90, 2, 32, true, false, 0.2, SdpaImpl::automatic},
                         {2, 16, 2, 128, false, false, 0.0, SdpaImpl::automatic}};
-  for (Isa isa : supported_isas()) {
+  for (Isa isa : test::supported_isas()) {
     set_isa(isa);
     for (const Case& c : cases) {
       Generator g(408);

@@ -8,56 +8,24 @@
 
 #include <cmath>
 
+#include "attention_cases.h"
 #include "attn/attn.h"
 #include "attn/ops/attention.h"
 #include "attn/ops/dropout.h"
 #include "attn/ops/indexing.h"
 #include "attn/ops/softmax.h"
+#include "errors.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
+using test::describe;
+using test::make_mask;
+using test::mask_name;
+using test::MaskKind;
 using test::torch_ref;
 
 namespace {
-
-enum class MaskKind { none, bool_key_padding, bool_tq_tk, float_full, float_tq_tk, float_key_padding };
-
-const char* mask_name(MaskKind m) {
-  switch (m) {
-    case MaskKind::none: return "none";
-    case MaskKind::bool_key_padding: return "bool (B,1,1,Tk)";
-    case MaskKind::bool_tq_tk: return "bool (Tq,Tk)";
-    case MaskKind::float_full: return "float (B,NH,Tq,Tk)";
-    case MaskKind::float_tq_tk: return "float (Tq,Tk)";
-    case MaskKind::float_key_padding: return "float (B,1,1,Tk)";
-  }
-  return "?";
-}
-
-// Random masks; the (Tq, Tk) ones hide every key of query row 1 (an all-masked row).
-Tensor make_mask(MaskKind kind, int64_t B, int64_t NH, int64_t Tq, int64_t Tk, DType dt, Generator& g) {
-  auto dead_row = [&](Tensor m, double value) {
-    if (Tq > 1)
-      for (int64_t j = 0; j < Tk; ++j) m.select(0, 1).select(0, j).fill_(value);
-    return m;
-  };
-  switch (kind) {
-    case MaskKind::none: return Tensor();
-    case MaskKind::bool_key_padding: return lt(rand({B, 1, 1, Tk}, g), 0.3);
-    case MaskKind::bool_tq_tk: return dead_row(lt(rand({Tq, Tk}, g), 0.3).contiguous(), 1.0);
-    case MaskKind::float_full: return randn({B, NH, Tq, Tk}, g, dt);
-    case MaskKind::float_tq_tk: {
-      Tensor m = randn({Tq, Tk}, g, dt);
-      Tensor hide = lt(rand({Tq, Tk}, g, dt), 0.2);
-      return dead_row(where(hide, Tensor::full({1}, -INFINITY, dt), m).contiguous(), -INFINITY);
-    }
-    case MaskKind::float_key_padding: {
-      Tensor hide = lt(rand({B, 1, 1, Tk}, g, dt), 0.25);
-      return where(hide, Tensor::full({1}, -INFINITY, dt), Tensor::zeros({1}, dt));
-    }
-  }
-  return Tensor();
-}
 
 struct Outs {
   Tensor out, weights, dq, dk, dv;
@@ -72,23 +40,10 @@ Outs run_sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& m
   return {r.out.detach(), r.weights.defined() ? r.weights.detach() : Tensor(), qq.grad(), kk.grad(), vv.grad()};
 }
 
-struct Case {
-  int64_t B, NH, Tq, Tk, HS, HSv;
-  MaskKind mask;
-  bool causal;
-  CausalAlign align;
-};
-
-std::string describe(const Case& c) {
-  std::ostringstream os;
-  os << "B" << c.B << " NH" << c.NH << " Tq" << c.Tq << " Tk" << c.Tk << " HS" << c.HS << " HSv" << c.HSv
-     << " mask " << mask_name(c.mask) << " causal " << c.causal
-     << (c.align == CausalAlign::bottom_right ? " bottom_right" : " top_left");
-  return os.str();
-}
+using Case = test::SdpaCase;
 
 nlohmann::json ref_args(const Case& c) {
-  return {{"causal", c.causal}, {"align", c.align == CausalAlign::bottom_right ? "bottom_right" : "top_left"}};
+  return {{"causal", c.causal}, {"align", test::align_name(c.align)}};
 }
 
 const std::vector<Case> kCases = {
@@ -308,47 +263,40 @@ TEST(Attention, NanPropagates) {
 }
 
 TEST(Attention, ErrorMessages) {
-  auto msg = [](auto&& f) -> std::string {
-    try {
-      f();
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "no error";
-  };
   Tensor q = Tensor::zeros({2, 4, 7, 16}), k = Tensor::zeros({2, 4, 9, 16}), v = Tensor::zeros({2, 4, 9, 8});
-  EXPECT_EQ(msg([&] { scaled_dot_product_attention(q, Tensor::zeros({2, 4, 9, 32}), v); }),
+  EXPECT_EQ(error_of([&] { scaled_dot_product_attention(q, Tensor::zeros({2, 4, 9, 32}), v); }),
             "scaled_dot_product_attention: expected k of head size 16 (as q), got shape [2, 4, 9, 32]");
-  EXPECT_EQ(msg([&] { scaled_dot_product_attention(q, Tensor::zeros({3, 4, 9, 16}), v); }),
+  EXPECT_EQ(error_of([&] { scaled_dot_product_attention(q, Tensor::zeros({3, 4, 9, 16}), v); }),
             "scaled_dot_product_attention: expected q, k, v with the same batch and head dims (B, NH), got "
             "[2, 4, 7, 16], [3, 4, 9, 16], [2, 4, 9, 8]");
-  EXPECT_EQ(msg([&] { scaled_dot_product_attention(q, k, Tensor::zeros({2, 4, 8, 8})); }),
+  EXPECT_EQ(error_of([&] { scaled_dot_product_attention(q, k, Tensor::zeros({2, 4, 8, 8})); }),
             "scaled_dot_product_attention: expected v with as many keys as k (9), got shape [2, 4, 8, 8]");
-  EXPECT_EQ(msg([&] { scaled_dot_product_attention(q.select(0, 0), k, v); }),
+  EXPECT_EQ(error_of([&] { scaled_dot_product_attention(q.select(0, 0), k, v); }),
             "scaled_dot_product_attention: expected 4-d q, k, v of shapes (B, NH, T, HS), got [4, 7, 16], "
             "[2, 4, 9, 16], [2, 4, 9, 8]");
-  EXPECT_EQ(msg([&] { scaled_dot_product_attention(q, k.to(DType::f64), v); }),
+  EXPECT_EQ(error_of([&] { scaled_dot_product_attention(q, k.to(DType::f64), v); }),
             "scaled_dot_product_attention: q, k, v dtypes differ (f32, f64, f32)");
-  EXPECT_EQ(msg([&] { scaled_dot_product_attention(q, k, v, Tensor::zeros({3, 9}, DType::u8)); }),
+  EXPECT_EQ(error_of([&] { scaled_dot_product_attention(q, k, v, Tensor::zeros({3, 9}, DType::u8)); }),
             "scaled_dot_product_attention: mask of shape [3, 9] is not broadcastable to [2, 4, 7, 9]");
-  EXPECT_EQ(msg([&] { scaled_dot_product_attention(q, k, v, Tensor::zeros({1, 2, 4, 7, 9}, DType::u8)); }),
+  EXPECT_EQ(error_of([&] { scaled_dot_product_attention(q, k, v, Tensor::zeros({1, 2, 4, 7, 9}, DType::u8)); }),
             "scaled_dot_product_attention: mask of shape [1, 2, 4, 7, 9] is not broadcastable to [2, 4, 7, 9]");
-  EXPECT_EQ(msg([&] { scaled_dot_product_attention(q, k, v, Tensor::zeros({7, 9}, DType::i64)); }),
+  EXPECT_EQ(error_of([&] { scaled_dot_product_attention(q, k, v, Tensor::zeros({7, 9}, DType::i64)); }),
             "scaled_dot_product_attention: expected a u8 (boolean) or f32 (additive) mask, got i64");
-  EXPECT_EQ(msg([&] { scaled_dot_product_attention(q, k, v, Tensor::zeros({7, 9}, DType::f64)); }),
+  EXPECT_EQ(error_of([&] { scaled_dot_product_attention(q, k, v, Tensor::zeros({7, 9}, DType::f64)); }),
             "scaled_dot_product_attention: expected a u8 (boolean) or f32 (additive) mask, got f64");
   SdpaOptions o;
   o.dropout_p = 1.5;
-  EXPECT_EQ(msg([&] { scaled_dot_product_attention(q, k, v, Tensor(), o); }),
+  EXPECT_EQ(error_of([&] { scaled_dot_product_attention(q, k, v, Tensor(), o); }),
             "scaled_dot_product_attention: dropout_p must be in [0, 1], got 1.5");
   o = SdpaOptions();
   o.impl = SdpaImpl::fused;
-  EXPECT_EQ(msg([&] { scaled_dot_product_attention(q.to(DType::f64), k.to(DType::f64), v.to(DType::f64), Tensor(), o); }),
+  const Tensor q64 = q.to(DType::f64), k64 = k.to(DType::f64), v64 = v.to(DType::f64);
+  EXPECT_EQ(error_of([&] { scaled_dot_product_attention(q64, k64, v64, Tensor(), o); }),
             "scaled_dot_product_attention: the fused kernel is f32 only, got f64 (use SdpaImpl::naive)");
   Tensor bias = Tensor::zeros({7, 9}).requires_grad_();
-  EXPECT_EQ(msg([&] { scaled_dot_product_attention(q, k, v, bias, o); }),
+  EXPECT_EQ(error_of([&] { scaled_dot_product_attention(q, k, v, bias, o); }),
             "scaled_dot_product_attention: the fused kernel does not differentiate the additive mask (detach it "
             "or use SdpaImpl::naive)");
-  EXPECT_EQ(msg([&] { scaled_dot_product_attention(q.to(DType::i64), k.to(DType::i64), v.to(DType::i64)); }),
+  EXPECT_EQ(error_of([&] { scaled_dot_product_attention(q.to(DType::i64), k.to(DType::i64), v.to(DType::i64)); }),
             "scaled_dot_product_attention: expected f32 or f64 q, k, v, got i64");
 }

@@ -7,22 +7,12 @@
 
 #include "attn/attn.h"
 #include "attn/ops/batch_norm.h"
+#include "errors.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
 using test::torch_ref;
-
-namespace {
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-}  // namespace
 
 TEST(BatchNorm, MatchesTorchTrainAndEval) {
   Generator gen(301);

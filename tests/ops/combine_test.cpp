@@ -4,22 +4,14 @@
 
 #include "attn/attn.h"
 #include "attn/ops/combine.h"
+#include "errors.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
 using test::torch_ref;
 
 namespace {
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 double tol(DType dt) { return dt == DType::f32 ? 1e-6 : 1e-12; }
 
@@ -37,6 +29,29 @@ Tensor pieces_dot(const std::vector<Tensor>& pieces, const std::vector<Tensor>& 
     total = total.defined() ? total + t : t;
   }
   return total;
+}
+
+// pieces (of xx, a grad-requiring copy of x) against PyTorch's `op` on x with args (tests/golden/gen/
+// indexing.py): as many pieces as op_count gives, each one the same (a view of xx when views), and
+// the gradient of sum_i <piece_i, g_i> for random g_i.
+void expect_pieces_like_torch(const std::string& op, const nlohmann::json& args, const Tensor& x, const Tensor& xx,
+                              const std::vector<Tensor>& pieces, bool views, Generator& g, const std::string& ctx) {
+  auto count = torch_ref("indexing." + op + "_count", {{"x", x}}, args);
+  ASSERT_EQ(int64_t(pieces.size()), int64_t(count.at("n").item())) << ctx;
+  test::Tensors in = {{"x", x}};
+  std::vector<Tensor> gs;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    gs.push_back(randn(pieces[i].shape(), g, x.dtype()));
+    in["g" + std::to_string(i)] = gs.back();
+    if (views) EXPECT_TRUE(pieces[i].shares_storage(xx)) << ctx << " piece " << i << " is a view";
+  }
+  auto ref = torch_ref("indexing." + op, in, args);
+  for (size_t i = 0; i < pieces.size(); ++i)
+    EXPECT_TENSOR_NEAR(pieces[i], ref.at("out" + std::to_string(i)), 0, 0) << ctx << " piece " << i;
+  if (x.numel() > 0) {
+    pieces_dot(pieces, gs).backward();
+    EXPECT_TENSOR_NEAR(xx.grad(), ref.at("dx"), tol(x.dtype()), tol(x.dtype())) << ctx;
+  }
 }
 
 }  // namespace
@@ -185,23 +200,8 @@ TEST(Split, MatchesTorch) {
       nlohmann::json args = {{"dim", c.dim}};
       if (c.sizes.empty()) args["split_size"] = c.split_size;
       else args["sizes"] = c.sizes;
-      const std::string ctx = shape_str(c.s) + " dim " + std::to_string(c.dim);
-      auto count = torch_ref("indexing.split_count", {{"x", x}}, args);
-      ASSERT_EQ(int64_t(pieces.size()), int64_t(count.at("n").item())) << ctx;
-      test::Tensors in = {{"x", x}};
-      std::vector<Tensor> gs;
-      for (size_t i = 0; i < pieces.size(); ++i) {
-        gs.push_back(randn(pieces[i].shape(), g, dt));
-        in["g" + std::to_string(i)] = gs.back();
-        EXPECT_TRUE(pieces[i].shares_storage(xx)) << ctx << " piece " << i << " is a view";
-      }
-      auto ref = torch_ref("indexing.split", in, args);
-      for (size_t i = 0; i < pieces.size(); ++i)
-        EXPECT_TENSOR_NEAR(pieces[i], ref.at("out" + std::to_string(i)), 0, 0) << ctx << " piece " << i;
-      if (x.numel() > 0) {
-        pieces_dot(pieces, gs).backward();
-        EXPECT_TENSOR_NEAR(xx.grad(), ref.at("dx"), tol(dt), tol(dt)) << ctx;
-      }
+      expect_pieces_like_torch("split", args, x, xx, pieces, true, g,
+                               shape_str(c.s) + " dim " + std::to_string(c.dim));
     }
   }
 }
@@ -217,22 +217,8 @@ TEST(Chunk, MatchesTorch) {
       Tensor xx = x.clone().requires_grad_();
       std::vector<Tensor> pieces = chunk(xx, c.chunks, c.dim);
       nlohmann::json args = {{"dim", c.dim}, {"chunks", c.chunks}};
-      const std::string ctx = shape_str(c.s) + " chunks " + std::to_string(c.chunks);
-      auto count = torch_ref("indexing.chunk_count", {{"x", x}}, args);
-      ASSERT_EQ(int64_t(pieces.size()), int64_t(count.at("n").item())) << ctx;
-      test::Tensors in = {{"x", x}};
-      std::vector<Tensor> gs;
-      for (size_t i = 0; i < pieces.size(); ++i) {
-        gs.push_back(randn(pieces[i].shape(), g, dt));
-        in["g" + std::to_string(i)] = gs.back();
-      }
-      auto ref = torch_ref("indexing.chunk", in, args);
-      for (size_t i = 0; i < pieces.size(); ++i)
-        EXPECT_TENSOR_NEAR(pieces[i], ref.at("out" + std::to_string(i)), 0, 0) << ctx << " piece " << i;
-      if (x.numel() > 0) {
-        pieces_dot(pieces, gs).backward();
-        EXPECT_TENSOR_NEAR(xx.grad(), ref.at("dx"), tol(dt), tol(dt)) << ctx;
-      }
+      expect_pieces_like_torch("chunk", args, x, xx, pieces, false, g,
+                               shape_str(c.s) + " chunks " + std::to_string(c.chunks));
     }
   }
 }

@@ -11,9 +11,13 @@
 #include "attn/ops/conv.h"
 #include "backend/cpu/conv_kernels.h"
 #include "backend/reference/conv_reference.h"
+#include "errors.h"
+#include "isa.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::for_each_isa;
+using test::error_of;
 using kernels::ConvPath;
 using test::torch_ref;
 
@@ -65,17 +69,6 @@ struct PathGuard {
   ~PathGuard() { kernels::set_conv_path(ConvPath::automatic); }
 };
 
-// Sets each ISA the CPU supports in turn.
-template <class F>
-void for_each_isa(F&& f) {
-  const Isa saved = active_isa();
-  for (int i = 0; i <= int(detected_isa()); ++i) {
-    set_isa(Isa(i));
-    f(Isa(i));
-  }
-  set_isa(saved);
-}
-
 nlohmann::json conv_args(const Case& c) {
   nlohmann::json a;
   a["stride"] = {c.stride[0], c.stride[1]};
@@ -89,16 +82,6 @@ Shape out_shape(const Case& c) {
   auto p = kernels::conv_params({c.N, c.C, c.H, c.W}, {c.O, c.C / c.groups, c.kh, c.kw}, c.stride, c.padding,
                                 c.dilation, c.groups);
   return {p.N, p.O, p.Ho, p.Wo};
-}
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
 }
 
 }  // namespace

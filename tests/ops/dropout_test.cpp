@@ -7,21 +7,14 @@
 
 #include "attn/attn.h"
 #include "attn/ops/dropout.h"
+#include "errors.h"
+#include "isa.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
 
 namespace {
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 // The definition, element by element: the oracle for the grouped kernel.
 template <class T>
@@ -40,9 +33,7 @@ Tensor dropout_oracle(const Tensor& x, double p, uint64_t seed, uint64_t offset)
 // Every ISA path the CPU runs, at sizes around the 4-element Philox group and the 32-element
 // AVX2 block (smaller, equal, multiples, larger; primes).
 TEST(Dropout, MatchesOracleOnEveryIsa) {
-  const Isa saved = active_isa();
-  for (int k = 0; k <= int(detected_isa()); ++k) {
-    set_isa(Isa(k));
+  test::for_each_isa([&](Isa isa) {
     Generator data(301);
     for (DType dt : {DType::f32, DType::f64}) {
       for (int64_t n : {1, 2, 3, 4, 5, 7, 8, 13, 31, 32, 33, 64, 67, 96, 1031, 65537}) {
@@ -54,7 +45,7 @@ TEST(Dropout, MatchesOracleOnEveryIsa) {
           Tensor y = dropout(x, p, true, g);
           EXPECT_EQ(g.offset(), off + uint64_t(n)) << "reserves numel counters";
           Tensor expect = dt == DType::f32 ? dropout_oracle<float>(x, p, seed, off) : dropout_oracle<double>(x, p, seed, off);
-          EXPECT_TENSOR_NEAR(y, expect, 0, 0) << isa_name(Isa(k)) << " " << dtype_name(dt) << " n=" << n << " p=" << p;
+          EXPECT_TENSOR_NEAR(y, expect, 0, 0) << isa_name(isa) << " " << dtype_name(dt) << " n=" << n << " p=" << p;
         }
       }
     }
@@ -64,9 +55,8 @@ TEST(Dropout, MatchesOracleOnEveryIsa) {
     g.set_state(0x123456789abcdefULL, (uint64_t(1) << 32) - 100);
     Tensor y = dropout(x, 0.3, true, g);
     EXPECT_TENSOR_NEAR(y, dropout_oracle<float>(x, 0.3, 0x123456789abcdefULL, (uint64_t(1) << 32) - 100), 0, 0)
-        << isa_name(Isa(k));
-  }
-  set_isa(saved);
+        << isa_name(isa);
+  });
 }
 
 TEST(Dropout, KeepRateAndMean) {
@@ -186,9 +176,7 @@ TEST(Dropout, Errors) {
 // every ISA path, at sizes around the 4-element group, the 32-element AVX2 block and the 8-wide
 // backward, with NaN, ±inf and ±0 among the inputs.
 TEST(ReluDropout, EqualsDropoutOfReluOnEveryIsa) {
-  const Isa saved = active_isa();
-  for (int k = 0; k <= int(detected_isa()); ++k) {
-    set_isa(Isa(k));
+  test::for_each_isa([&](Isa isa) {
     Generator data(311);
     for (DType dt : {DType::f32, DType::f64}) {
       for (int64_t n : {1, 3, 4, 7, 8, 9, 31, 32, 33, 67, 1031, 65537}) {
@@ -204,7 +192,7 @@ TEST(ReluDropout, EqualsDropoutOfReluOnEveryIsa) {
           Tensor x1 = x.clone().requires_grad_(), x2 = x.clone().requires_grad_();
           Tensor y1 = relu_dropout(x1, p, true, g1);
           Tensor y2 = dropout(relu(x2), p, true, g2);
-          const std::string at = std::string(isa_name(Isa(k))) + " " + dtype_name(dt) + " n=" + std::to_string(n) +
+          const std::string at = std::string(isa_name(isa)) + " " + dtype_name(dt) + " n=" + std::to_string(n) +
                                  " p=" + std::to_string(p);
           EXPECT_TENSOR_NEAR(y1, y2, 0, 0) << at;
           EXPECT_EQ(g1.offset(), g2.offset()) << at;
@@ -216,8 +204,7 @@ TEST(ReluDropout, EqualsDropoutOfReluOnEveryIsa) {
         }
       }
     }
-  }
-  set_isa(saved);
+  });
 }
 
 TEST(ReluDropout, ReluWhenEvalOrPZeroAndZerosAtPOne) {

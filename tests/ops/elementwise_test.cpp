@@ -4,9 +4,11 @@
 
 #include "attn/attn.h"
 #include "attn/core/parallel.h"
+#include "errors.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
 using test::torch_ref;
 
 namespace {
@@ -122,18 +124,10 @@ TEST(BinaryOps, NonContiguousOperands) {
 }
 
 TEST(BinaryOps, BadShapesMessage) {
-  try {
-    Tensor::zeros({2, 3}) + Tensor::zeros({4});
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "add: shapes [2, 3] and [4] do not broadcast (dim 1: 3 vs 4)");
-  }
-  try {
-    Tensor::zeros({2}) * Tensor::zeros({2}, DType::f64);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "mul: dtypes differ (f32 and f64); convert one with .to()");
-  }
+  EXPECT_EQ(error_of([&] { Tensor::zeros({2, 3}) + Tensor::zeros({4}); }),
+            "add: shapes [2, 3] and [4] do not broadcast (dim 1: 3 vs 4)");
+  EXPECT_EQ(error_of([&] { Tensor::zeros({2}) * Tensor::zeros({2}, DType::f64); }),
+            "mul: dtypes differ (f32 and f64); convert one with .to()");
 }
 
 TEST(Reduce, MatchesTorch) {
@@ -257,13 +251,9 @@ TEST(Linear, MatchesTorch) {
   EXPECT_TENSOR_NEAR(xx.grad(), ref.at("dx"), 1e-5, 1e-5);
   EXPECT_TENSOR_NEAR(ww.grad(), ref.at("dw"), 1e-5, 1e-5);
   EXPECT_TENSOR_NEAR(bb.grad(), ref.at("db"), 1e-5, 1e-5);
-  try {
-    linear(x, Tensor::zeros({24, 15}), b);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "linear: input shape [2, 9, 16] does not end in the weight's in_features 15 "
-                           "(weight shape [24, 15])");
-  }
+  EXPECT_EQ(error_of([&] { linear(x, Tensor::zeros({24, 15}), b); }),
+            "linear: input shape [2, 9, 16] does not end in the weight's in_features 15 "
+            "(weight shape [24, 15])");
 }
 
 // The strided walk (core/strided.h) merges dims that every operand walks as one and splits rows

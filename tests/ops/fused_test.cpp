@@ -10,23 +10,15 @@
 #include "attn/ops/fused.h"
 #include "attn/ops/norm.h"
 #include "backend/reference/norm_reference.h"
+#include "errors.h"
+#include "isa.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
 using test::torch_ref;
 
 namespace {
-
-struct IsaRestore {
-  Isa saved = active_isa();
-  ~IsaRestore() { set_isa(saved); }
-};
-std::vector<Isa> supported_isas() {
-  std::vector<Isa> v;
-  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512})
-    if (int(i) <= int(detected_isa())) v.push_back(i);
-  return v;
-}
 
 const char* approx_name(GeluApprox a) { return a == GeluApprox::tanh ? "tanh" : "none"; }
 const int64_t kSizes[] = {1, 2, 3, 5, 7, 8, 9, 13, 15, 16, 17, 23, 31, 32, 33, 47, 64, 97, 192, 768, 1023};
@@ -64,7 +56,7 @@ TEST(BiasGelu, NoBiasIsGelu) {
 }
 
 TEST(BiasGelu, EveryIsaMatchesReference) {
-  IsaRestore restore;
+  test::IsaRestore restore;
   Generator g(303);
   for (int64_t C : kSizes)
     for (GeluApprox a : {GeluApprox::none, GeluApprox::tanh}) {
@@ -79,7 +71,7 @@ TEST(BiasGelu, EveryIsaMatchesReference) {
       reference::gelu_forward<float>(x.data<float>(), nullptr, gy.data<float>(), rows, C, tanh);
       reference::gelu_backward<float>(dy.data<float>(), x.data<float>(), nullptr, gdx.data<float>(), nullptr, rows,
                                       C, tanh);
-      for (Isa isa : supported_isas()) {
+      for (Isa isa : test::supported_isas()) {
         set_isa(isa);
         const std::string ctx = "C=" + std::to_string(C) + " " + approx_name(a) + " isa " + isa_name(isa);
         Tensor xx = x.clone().requires_grad_(), bb = b.clone().requires_grad_();
@@ -104,7 +96,7 @@ TEST(BiasGelu, EveryIsaMatchesReference) {
 // [-4, -1] 1/2 + x P(s) cancels (as 1 + erf does in PyTorch), so there the bound is on the
 // absolute error. gelu' is bounded in absolute error (it crosses zero).
 TEST(Gelu, AccuracyAgainstDouble) {
-  IsaRestore restore;
+  test::IsaRestore restore;
   const int64_t n = 240001;
   std::vector<float> xs(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) xs[size_t(i)] = float(-12.0 + 24.0 * double(i) / double(n - 1));
@@ -125,7 +117,7 @@ TEST(Gelu, AccuracyAgainstDouble) {
         ge[i] = s + 2 * v * s * (1 - s) * du;
       }
     }
-    for (Isa isa : supported_isas()) {
+    for (Isa isa : test::supported_isas()) {
       set_isa(isa);
       Tensor xf = x.clone().requires_grad_();
       Tensor y = gelu(xf, a);
@@ -153,7 +145,7 @@ TEST(Gelu, AccuracyAgainstDouble) {
 }
 
 TEST(Gelu, SpecialValuesAsTorch) {
-  IsaRestore restore;
+  test::IsaRestore restore;
   // 19 values: a vector body and a tail at both widths.
   Tensor x = Tensor::from_vector<float>({0.f, -0.f, INFINITY, -INFINITY, NAN, 100.f, -100.f, 1e30f, -1e30f, 5.f, -5.f,
                                          -6.f, -9.f, -13.f, -20.f, 3e38f, -3e38f, 1e-30f, -1e-30f},
@@ -161,7 +153,7 @@ TEST(Gelu, SpecialValuesAsTorch) {
   Tensor g = Tensor::ones({19});
   for (GeluApprox a : {GeluApprox::none, GeluApprox::tanh}) {
     auto ref = torch_ref("norm.bias_gelu", {{"x", x}, {"g", g}}, {{"approx", approx_name(a)}});
-    for (Isa isa : supported_isas()) {
+    for (Isa isa : test::supported_isas()) {
       set_isa(isa);
       Tensor xx = x.clone().requires_grad_();
       Tensor y = gelu(xx, a);
@@ -181,22 +173,14 @@ TEST(BiasGelu, FiniteDifferences) {
 }
 
 TEST(BiasGelu, ErrorMessages) {
-  auto expect_msg = [](const std::function<void()>& f, const char* msg) {
-    try {
-      f();
-      ADD_FAILURE() << "no error, expected: " << msg;
-    } catch (const Error& e) {
-      EXPECT_STREQ(e.what(), msg);
-    }
-  };
-  expect_msg([] { bias_gelu(Tensor::zeros({4, 3072}), Tensor::zeros({768})); },
-             "bias_gelu: expected bias of shape [3072], got [768]");
-  expect_msg([] { bias_gelu(Tensor::zeros({4, 8}), Tensor::zeros({8}, DType::f64)); },
-             "bias_gelu: expected bias of dtype f32, got f64");
-  expect_msg([] { bias_gelu(Tensor::zeros({4, 8}, DType::i64), Tensor()); },
-             "bias_gelu: expected a f32 or f64 tensor, got i64");
-  expect_msg([] { bias_gelu(Tensor::scalar(1.0), Tensor::zeros({1})); },
-             "bias_gelu: expected an input with at least 1 dim, got shape []");
+  EXPECT_EQ(error_of([] { bias_gelu(Tensor::zeros({4, 3072}), Tensor::zeros({768})); }),
+            "bias_gelu: expected bias of shape [3072], got [768]");
+  EXPECT_EQ(error_of([] { bias_gelu(Tensor::zeros({4, 8}), Tensor::zeros({8}, DType::f64)); }),
+            "bias_gelu: expected bias of dtype f32, got f64");
+  EXPECT_EQ(error_of([] { bias_gelu(Tensor::zeros({4, 8}, DType::i64), Tensor()); }),
+            "bias_gelu: expected a f32 or f64 tensor, got i64");
+  EXPECT_EQ(error_of([] { bias_gelu(Tensor::scalar(1.0), Tensor::zeros({1})); }),
+            "bias_gelu: expected an input with at least 1 dim, got shape []");
 }
 
 TEST(AddLayerNorm, MatchesTorch) {
@@ -225,12 +209,12 @@ TEST(AddLayerNorm, MatchesTorch) {
 }
 
 TEST(AddLayerNorm, EveryIsaMatchesUnfused) {
-  IsaRestore restore;
+  test::IsaRestore restore;
   Generator g(312);
   for (int64_t C : kSizes) {
     Tensor x = randn({37, C}, g), r = randn({37, C}, g), w = randn({C}, g), b = randn({C}, g);
     Tensor gy = randn({37, C}, g);
-    for (Isa isa : supported_isas()) {
+    for (Isa isa : test::supported_isas()) {
       set_isa(isa);
       const std::string ctx = "C=" + std::to_string(C) + " isa " + isa_name(isa);
       Tensor x1 = x.clone().requires_grad_(), r1 = r.clone().requires_grad_(), w1 = w.clone().requires_grad_();
@@ -264,21 +248,13 @@ TEST(AddLayerNorm, FiniteDifferences) {
 }
 
 TEST(AddLayerNorm, ErrorMessages) {
-  auto expect_msg = [](const std::function<void()>& f, const char* msg) {
-    try {
-      f();
-      ADD_FAILURE() << "no error, expected: " << msg;
-    } catch (const Error& e) {
-      EXPECT_STREQ(e.what(), msg);
-    }
-  };
   Tensor x = Tensor::zeros({2, 768});
-  expect_msg([&] { add_layer_norm(x, Tensor::zeros({2, 512}), Tensor(), Tensor()); },
-             "add_layer_norm: expected residual of shape [2, 768], got [2, 512]");
-  expect_msg([&] { add_layer_norm(x, Tensor::zeros({2, 768}, DType::f64), Tensor(), Tensor()); },
-             "add_layer_norm: expected residual of dtype f32, got f64");
-  expect_msg([&] { add_layer_norm(x, x, Tensor::ones({512}), Tensor()); },
-             "add_layer_norm: expected weight of shape [768], got [512]");
-  expect_msg([&] { add_layer_norm(x, Tensor(), Tensor(), Tensor()); },
-             "add_layer_norm: expected a residual, got an undefined tensor");
+  EXPECT_EQ(error_of([&] { add_layer_norm(x, Tensor::zeros({2, 512}), Tensor(), Tensor()); }),
+            "add_layer_norm: expected residual of shape [2, 768], got [2, 512]");
+  EXPECT_EQ(error_of([&] { add_layer_norm(x, Tensor::zeros({2, 768}, DType::f64), Tensor(), Tensor()); }),
+            "add_layer_norm: expected residual of dtype f32, got f64");
+  EXPECT_EQ(error_of([&] { add_layer_norm(x, x, Tensor::ones({512}), Tensor()); }),
+            "add_layer_norm: expected weight of shape [768], got [512]");
+  EXPECT_EQ(error_of([&] { add_layer_norm(x, Tensor(), Tensor(), Tensor()); }),
+            "add_layer_norm: expected a residual, got an undefined tensor");
 }

@@ -7,22 +7,14 @@
 
 #include "attn/attn.h"
 #include "attn/ops/indexing.h"
+#include "errors.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
 using test::torch_ref;
 
 namespace {
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 Tensor rand_index(const Shape& s, int64_t n, Generator& g, DType dt = DType::i64) {
   std::vector<int64_t> v(size_t(shape_numel(s)));
@@ -39,16 +31,20 @@ nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlo
 
 double tol(DType dt) { return dt == DType::f32 ? 1e-6 : 1e-12; }
 
-// Runs f with 1 thread and with 2, restoring the count.
-template <class F>
-std::pair<Tensor, Tensor> with_1_and_2_threads(F&& f) {
+// The gradient of sum(op(x) * gout) with respect to x is the same, bit for bit, with 1 thread and
+// with 2 (the thread count is restored).
+template <class Op>
+void expect_backward_thread_independent(const Tensor& x, const Tensor& gout, Op&& op) {
   const int prev = get_num_threads();
-  set_num_threads(1);
-  Tensor a = f();
-  set_num_threads(2);
-  Tensor b = f();
+  Tensor grads[2];
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    Tensor xx = x.clone().requires_grad_();
+    op(xx).backward(gout);
+    grads[threads - 1] = xx.grad();
+  }
   set_num_threads(prev);
-  return {a, b};
+  EXPECT_TENSOR_NEAR(grads[0], grads[1], 0, 0);
 }
 
 }  // namespace
@@ -97,12 +93,7 @@ TEST(Embedding, BackwardIndependentOfThreadCount) {
   Tensor w = randn({17, 301}, g);
   Tensor idx = rand_index({4099}, 17, g);   // many repeats per row
   Tensor gout = randn({4099, 301}, g);
-  auto [a, b] = with_1_and_2_threads([&] {
-    Tensor ww = w.clone().requires_grad_();
-    embedding(ww, idx).backward(gout);
-    return ww.grad();
-  });
-  EXPECT_TENSOR_NEAR(a, b, 0, 0);
+  expect_backward_thread_independent(w, gout, [&](const Tensor& ww) { return embedding(ww, idx); });
 }
 
 TEST(Embedding, FiniteDifferences) {
@@ -168,12 +159,7 @@ TEST(IndexSelect, BackwardIndependentOfThreadCount) {
   Tensor x = randn({3, 19, 257}, g);
   Tensor idx = rand_index({1031}, 19, g);
   Tensor gout = randn({3, 1031, 257}, g);
-  auto [a, b] = with_1_and_2_threads([&] {
-    Tensor xx = x.clone().requires_grad_();
-    index_select(xx, 1, idx).backward(gout);
-    return xx.grad();
-  });
-  EXPECT_TENSOR_NEAR(a, b, 0, 0);
+  expect_backward_thread_independent(x, gout, [&](const Tensor& xx) { return index_select(xx, 1, idx); });
 }
 
 TEST(IndexSelect, FiniteDifferences) {
@@ -235,12 +221,7 @@ TEST(Gather, BackwardIndependentOfThreadCount) {
   Tensor x = randn({5, 7, 301}, g);
   Tensor idx = rand_index({5, 211, 301}, 7, g);
   Tensor gout = randn({5, 211, 301}, g);
-  auto [a, b] = with_1_and_2_threads([&] {
-    Tensor xx = x.clone().requires_grad_();
-    gather(xx, 1, idx).backward(gout);
-    return xx.grad();
-  });
-  EXPECT_TENSOR_NEAR(a, b, 0, 0);
+  expect_backward_thread_independent(x, gout, [&](const Tensor& xx) { return gather(xx, 1, idx); });
 }
 
 TEST(Gather, FiniteDifferences) {

@@ -9,22 +9,15 @@
 #include "attn/core/isa.h"
 #include "attn/ops/indexing.h"
 #include "attn/ops/loss.h"
+#include "errors.h"
+#include "isa.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
 using test::torch_ref;
 
 namespace {
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 const char* red_name(Reduction r) { return r == Reduction::none ? "none" : r == Reduction::mean ? "mean" : "sum"; }
 
@@ -191,7 +184,7 @@ TEST(CrossEntropy, IndependentOfThreadCount) {
 // The f32 (N, C) rows run through the SIMD row kernels; each ISA this CPU has must agree with the
 // scalar f64 path (max, log-sum-exp, label smoothing's sum, the gradient's exp), large logits too.
 TEST(CrossEntropy, EveryIsaMatchesDouble) {
-  const Isa saved = active_isa();
+  const test::IsaRestore restore;
   Generator g(407);
   for (int64_t C : {int64_t(5), int64_t(8), int64_t(37), int64_t(1003), int64_t(8000)}) {
     Tensor x = randn({70, C}, g) * 4.0 + 30.0;   // lse near 30 + log C: the hi/lo split matters
@@ -204,13 +197,12 @@ TEST(CrossEntropy, EveryIsaMatchesDouble) {
       Tensor xd = x.to(DType::f64).requires_grad_();
       Tensor yd = cross_entropy(xd, t, o);
       yd.backward();
-      for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
-        if (int(isa) > int(detected_isa())) continue;
+      for (Isa isa : test::supported_isas()) {
         set_isa(isa);
         Tensor xf = x.clone().requires_grad_();
         Tensor yf = cross_entropy(xf, t, o);
         yf.backward();
-        set_isa(saved);
+        set_isa(restore.saved);
         const std::string what = std::string("C ") + std::to_string(C) + " ls " + std::to_string(smoothing) +
                                  " isa " + isa_name(isa);
         EXPECT_NEAR(yf.item(), yd.item(), 2e-6 * std::abs(yd.item())) << what;
@@ -218,7 +210,6 @@ TEST(CrossEntropy, EveryIsaMatchesDouble) {
       }
     }
   }
-  set_isa(saved);
 }
 
 TEST(CrossEntropy, Errors) {

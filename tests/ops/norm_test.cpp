@@ -8,23 +8,15 @@
 #include "attn/attn.h"
 #include "attn/ops/norm.h"
 #include "backend/reference/norm_reference.h"
+#include "errors.h"
+#include "isa.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
 using test::torch_ref;
 
 namespace {
-
-struct IsaRestore {
-  Isa saved = active_isa();
-  ~IsaRestore() { set_isa(saved); }
-};
-std::vector<Isa> supported_isas() {
-  std::vector<Isa> v;
-  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512})
-    if (int(i) <= int(detected_isa())) v.push_back(i);
-  return v;
-}
 
 enum class Affine { both, none, weight_only };
 const char* affine_name(Affine a) { return a == Affine::both ? "w+b" : a == Affine::none ? "none" : "w"; }
@@ -83,7 +75,7 @@ TEST(LayerNorm, MatchesTorchF64) {
 }
 
 TEST(LayerNorm, EveryIsaMatchesReference) {
-  IsaRestore restore;
+  test::IsaRestore restore;
   Generator g(203);
   for (int64_t C : kSizes) {
     const int64_t rows = 37;   // more than one 32-row block of partial sums
@@ -97,7 +89,7 @@ TEST(LayerNorm, EveryIsaMatchesReference) {
     reference::layer_norm_backward<float>(dy.data<float>(), x.data<float>(), rm.data<float>(), rr.data<float>(),
                                           w.data<float>(), rdx.data<float>(), rdw.data<float>(), rdb.data<float>(),
                                           rows, C);
-    for (Isa isa : supported_isas()) {
+    for (Isa isa : test::supported_isas()) {
       set_isa(isa);
       Tensor xx = x.clone().requires_grad_(), ww = w.clone().requires_grad_(), bb = b.clone().requires_grad_();
       Tensor y = layer_norm(xx, ww, bb);
@@ -116,7 +108,7 @@ TEST(LayerNorm, EveryIsaMatchesReference) {
 // PyTorch has them, and the finite rows close to the f64 reference (PyTorch itself is off by
 // 3e-4 on the offset row, so it is compared more loosely).
 TEST(LayerNorm, SpecialValues) {
-  IsaRestore restore;
+  test::IsaRestore restore;
   const int64_t C = 19;
   std::vector<float> data;
   for (int r = 0; r < 5; ++r)
@@ -130,7 +122,7 @@ TEST(LayerNorm, SpecialValues) {
   Tensor w = randn({C}, g), b = randn({C}, g);
   auto ref = torch_ref("norm.layer_norm", {{"x", x}, {"w", w}, {"b", b}, {"g", Tensor::ones({5, C})}}, {{"eps", 1e-5}});
   Tensor exact = layer_norm(x.to(DType::f64), w.to(DType::f64), b.to(DType::f64)).to(DType::f32);
-  for (Isa isa : supported_isas()) {
+  for (Isa isa : test::supported_isas()) {
     set_isa(isa);
     Tensor y = layer_norm(x, w, b);
     EXPECT_TENSOR_NEAR(y, ref.at("out"), 1e-3, 1e-3) << isa_name(isa);
@@ -173,27 +165,19 @@ TEST(LayerNorm, FiniteDifferences) {
 }
 
 TEST(LayerNorm, ErrorMessages) {
-  auto expect_msg = [](const std::function<void()>& f, const char* msg) {
-    try {
-      f();
-      ADD_FAILURE() << "no error, expected: " << msg;
-    } catch (const Error& e) {
-      EXPECT_STREQ(e.what(), msg);
-    }
-  };
   Tensor x = Tensor::zeros({2, 768});
-  expect_msg([&] { layer_norm(x, Tensor::ones({512}), Tensor()); },
-             "layer_norm: expected weight of shape [768], got [512]");
-  expect_msg([&] { layer_norm(x, Tensor(), Tensor::zeros({768, 1})); },
-             "layer_norm: expected bias of shape [768], got [768, 1]");
-  expect_msg([&] { layer_norm(x, Tensor::ones({768}, DType::f64), Tensor()); },
-             "layer_norm: expected weight of dtype f32, got f64");
-  expect_msg([&] { layer_norm(Tensor::zeros({2, 3}, DType::i32), Tensor(), Tensor()); },
-             "layer_norm: expected a f32 or f64 tensor, got i32");
-  expect_msg([&] { layer_norm(Tensor::scalar(1.0), Tensor(), Tensor()); },
-             "layer_norm: expected an input with at least 1 dim, got shape []");
-  expect_msg([&] { layer_norm(Tensor::zeros({3, 0}), Tensor(), Tensor()); },
-             "layer_norm: expected a non-empty last dim, got shape [3, 0]");
-  expect_msg([&] { layer_norm(Tensor(), Tensor(), Tensor()); },
-             "layer_norm: expected an input, got an undefined tensor");
+  EXPECT_EQ(error_of([&] { layer_norm(x, Tensor::ones({512}), Tensor()); }),
+            "layer_norm: expected weight of shape [768], got [512]");
+  EXPECT_EQ(error_of([&] { layer_norm(x, Tensor(), Tensor::zeros({768, 1})); }),
+            "layer_norm: expected bias of shape [768], got [768, 1]");
+  EXPECT_EQ(error_of([&] { layer_norm(x, Tensor::ones({768}, DType::f64), Tensor()); }),
+            "layer_norm: expected weight of dtype f32, got f64");
+  EXPECT_EQ(error_of([&] { layer_norm(Tensor::zeros({2, 3}, DType::i32), Tensor(), Tensor()); }),
+            "layer_norm: expected a f32 or f64 tensor, got i32");
+  EXPECT_EQ(error_of([&] { layer_norm(Tensor::scalar(1.0), Tensor(), Tensor()); }),
+            "layer_norm: expected an input with at least 1 dim, got shape []");
+  EXPECT_EQ(error_of([&] { layer_norm(Tensor::zeros({3, 0}), Tensor(), Tensor()); }),
+            "layer_norm: expected a non-empty last dim, got shape [3, 0]");
+  EXPECT_EQ(error_of([&] { layer_norm(Tensor(), Tensor(), Tensor()); }),
+            "layer_norm: expected an input, got an undefined tensor");
 }

@@ -7,9 +7,11 @@
 
 #include "attn/attn.h"
 #include "attn/ops/pool.h"
+#include "errors.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
 using test::torch_ref;
 
 namespace {
@@ -36,16 +38,6 @@ nlohmann::json win_args(const char* op, const WinCase& c, bool cip = true) {
   a["padding"] = {c.padding[0], c.padding[1]};
   a["count_include_pad"] = cip;
   return a;
-}
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
 }
 
 // Runs op on a grad-requiring copy of x, backward with g; returns {out, dx}.
@@ -182,7 +174,8 @@ TEST(Pool, ErrorMessages) {
   EXPECT_EQ(error_of([&] { max_pool2d(x, {0, 2}); }), "max_pool2d: expected kernel >= 1, got [0, 2]");
   EXPECT_EQ(error_of([&] { avg_pool2d(x, {2, 2}, {-1, 1}); }),
             "avg_pool2d: expected stride >= 1 (or {0, 0} for the kernel size), got [-1, 1]");
-  EXPECT_EQ(error_of([&] { adaptive_avg_pool2d(x, {0, 2}); }), "adaptive_avg_pool2d: expected output_size >= 1, got [0, 2]");
+  EXPECT_EQ(error_of([&] { adaptive_avg_pool2d(x, {0, 2}); }),
+            "adaptive_avg_pool2d: expected output_size >= 1, got [0, 2]");
   EXPECT_EQ(error_of([&] { adaptive_avg_pool2d(Tensor::zeros({2, 3, 0, 4}), {1, 1}); }),
             "adaptive_avg_pool2d: expected non-empty spatial dims, got shape [2, 3, 0, 4]");
   EXPECT_EQ(error_of([&] { max_pool2d(Tensor::zeros({2, 3, 4, 4}, DType::i32), {2, 2}); }),

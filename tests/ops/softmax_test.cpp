@@ -8,24 +8,15 @@
 #include "attn/attn.h"
 #include "attn/ops/softmax.h"
 #include "backend/reference/norm_reference.h"
+#include "errors.h"
+#include "isa.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
 using test::torch_ref;
 
 namespace {
-
-// The ISAs this CPU can run; restores the active one on destruction.
-struct IsaRestore {
-  Isa saved = active_isa();
-  ~IsaRestore() { set_isa(saved); }
-};
-std::vector<Isa> supported_isas() {
-  std::vector<Isa> v;
-  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512})
-    if (int(i) <= int(detected_isa())) v.push_back(i);
-  return v;
-}
 
 Tensor apply(bool log, const Tensor& x, int64_t dim) { return log ? log_softmax(x, dim) : softmax(x, dim); }
 const char* name(bool log) { return log ? "log_softmax" : "softmax"; }
@@ -84,7 +75,7 @@ TEST(Softmax, NonContiguousInput) {
 }
 
 TEST(Softmax, EveryIsaMatchesReference) {
-  IsaRestore restore;
+  test::IsaRestore restore;
   Generator g(104);
   for (int64_t n : kSizes) {
     const int64_t rows = 3;
@@ -94,7 +85,7 @@ TEST(Softmax, EveryIsaMatchesReference) {
       Tensor ry = Tensor::empty({rows, n}), rdx = Tensor::empty({rows, n});
       reference::softmax_forward<float>(x.data<float>(), ry.data<float>(), rows, n, 1, log);
       reference::softmax_backward<float>(dy.data<float>(), ry.data<float>(), rdx.data<float>(), rows, n, 1, log);
-      for (Isa isa : supported_isas()) {
+      for (Isa isa : test::supported_isas()) {
         set_isa(isa);
         Tensor xx = x.clone().requires_grad_();
         Tensor y = apply(log, xx, -1);
@@ -108,7 +99,7 @@ TEST(Softmax, EveryIsaMatchesReference) {
 }
 
 TEST(Softmax, SpecialValuesAsTorch) {
-  IsaRestore restore;
+  test::IsaRestore restore;
   const float inf = INFINITY, nan = NAN;
   // Rows of 19 (a vector and a tail at both widths): the special value sits in the body or tail.
   std::vector<std::vector<std::pair<int, float>>> rows = {
@@ -135,7 +126,7 @@ TEST(Softmax, SpecialValuesAsTorch) {
   Tensor gout = Tensor::ones({nrows, 19});
   for (bool log : {false, true}) {
     auto ref = torch_ref("norm.softmax", {{"x", x}, {"g", gout}}, {{"log", log}, {"dim", -1}});
-    for (Isa isa : supported_isas()) {
+    for (Isa isa : test::supported_isas()) {
       set_isa(isa);
       EXPECT_TENSOR_NEAR(apply(log, x, -1), ref.at("out"), 1e-6, 1e-6) << name(log) << " isa " << isa_name(isa);
     }
@@ -171,28 +162,10 @@ TEST(Softmax, FiniteDifferences) {
 }
 
 TEST(Softmax, ErrorMessages) {
-  try {
-    softmax(Tensor::zeros({3, 7}), 2);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "softmax: dim 2 is out of range for shape [3, 7]");
-  }
-  try {
-    log_softmax(Tensor::zeros({3, 7}), -3);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "log_softmax: dim -3 is out of range for shape [3, 7]");
-  }
-  try {
-    softmax(Tensor::zeros({3, 7}, DType::i64));
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "softmax: expected a f32 or f64 tensor, got i64");
-  }
-  try {
-    softmax(Tensor());
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "softmax: expected a tensor, got an undefined one");
-  }
+  EXPECT_EQ(error_of([&] { softmax(Tensor::zeros({3, 7}), 2); }), "softmax: dim 2 is out of range for shape [3, 7]");
+  EXPECT_EQ(error_of([&] { log_softmax(Tensor::zeros({3, 7}), -3); }),
+            "log_softmax: dim -3 is out of range for shape [3, 7]");
+  EXPECT_EQ(error_of([&] { softmax(Tensor::zeros({3, 7}, DType::i64)); }),
+            "softmax: expected a f32 or f64 tensor, got i64");
+  EXPECT_EQ(error_of([&] { softmax(Tensor()); }), "softmax: expected a tensor, got an undefined one");
 }

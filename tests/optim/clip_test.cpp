@@ -5,9 +5,11 @@
 
 #include "attn/attn.h"
 #include "attn/optim/clip.h"
+#include "errors.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
 using test::torch_ref;
 
 namespace {
@@ -60,11 +62,7 @@ TEST(ClipGradNorm, NoGradientsAndNonFinite) {
   EXPECT_TRUE(std::isinf(total));
   EXPECT_TENSOR_NEAR(p.grad(), ref.at("g.0"), 0, 0);   // torch: inf coefficient 0 -> 0 * inf = NaN
   p.set_grad(Tensor::from_vector<float>({1.f, NAN, 0.f, 2.f}, {4}));
-  try {
-    optim::clip_grad_norm_({p}, 1.0, 2.0, /*error_if_nonfinite=*/true);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "clip_grad_norm_: the total norm of order 2 of the gradients is non-finite (nan), so it "
-                           "cannot be clipped");
-  }
+  EXPECT_EQ(error_of([&] { optim::clip_grad_norm_({p}, 1.0, 2.0, /*error_if_nonfinite=*/true); }),
+            "clip_grad_norm_: the total norm of order 2 of the gradients is non-finite (nan), so it "
+            "cannot be clipped");
 }

@@ -10,10 +10,13 @@
 #include "attn/nn/module.h"
 #include "attn/optim/adam.h"
 #include "attn/optim/sgd.h"
+#include "errors.h"
+#include "isa.h"
 #include "optim/adam_kernels.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
 using test::torch_ref;
 using nlohmann::json;
 
@@ -139,11 +142,11 @@ class OptimVsTorch : public ::testing::TestWithParam<Case> {};
 
 TEST_P(OptimVsTorch, TenStepsMatch) {
   const Case& c = GetParam();
-  const Isa saved = active_isa();
-  for (int isa = 0; isa <= int(detected_isa()); ++isa)
+  test::IsaRestore restore;
+  for (Isa isa : test::supported_isas())
   for (DType dt : {DType::f32, DType::f64}) {
-    set_isa(Isa(isa));
-    SCOPED_TRACE(std::string("isa ") + isa_name(Isa(isa)) + " " + dtype_name(dt));
+    set_isa(isa);
+    SCOPED_TRACE(std::string("isa ") + isa_name(isa) + " " + dtype_name(dt));
     Problem pb = make_problem(dt, 100);
     std::vector<Tensor> params;
     for (auto& p : pb.params) params.push_back(p.clone().requires_grad_());
@@ -187,7 +190,6 @@ TEST_P(OptimVsTorch, TenStepsMatch) {
     for (const auto& [k, t] : ref) n_ref_state += k.rfind("s.", 0) == 0;
     EXPECT_EQ(n_state, n_ref_state) << c.name;
   }
-  set_isa(saved);
 }
 
 INSTANTIATE_TEST_SUITE_P(All, OptimVsTorch, ::testing::ValuesIn(cases()),
@@ -318,32 +320,16 @@ TEST(Optim, LoadStateDictChecksBeforeChanging) {
   io::TensorList sd = opt.state_dict();
   for (auto& [k, t] : sd)
     if (k == "state.0.exp_avg") t = Tensor::zeros({2, 3});
-  try {
-    opt.load_state_dict(sd);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "Adam.load_state_dict: key 'state.0.exp_avg' has shape [2, 3] but parameter 0 has shape [3, 2]");
-  }
+  EXPECT_EQ(error_of([&] { opt.load_state_dict(sd); }),
+            "Adam.load_state_dict: key 'state.0.exp_avg' has shape [2, 3] but parameter 0 has shape [3, 2]");
   EXPECT_EQ(opt.state_dict().back().second.item(), 1.0);   // state.0.step untouched
   io::TensorList extra = {{"param_groups.1.lr", Tensor::scalar(0.1, DType::f64)}};
-  try {
-    opt.load_state_dict(extra);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "Adam.load_state_dict: key 'param_groups.1.lr' is for parameter group 1 but the optimizer has 1 groups");
-  }
-  try {
-    optim::SGD bad(std::vector<Tensor>{p}, {.lr = 0.1, .momentum = 0.0, .nesterov = true});
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "SGD: nesterov needs momentum > 0 and dampening 0, got momentum 0 and dampening 0");
-  }
-  try {
-    optim::SGD bad(std::vector<Tensor>{p, p});
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "optimizer: parameter 1 of group 0 appears in more than one place");
-  }
+  EXPECT_EQ(error_of([&] { opt.load_state_dict(extra); }),
+            "Adam.load_state_dict: key 'param_groups.1.lr' is for parameter group 1 but the optimizer has 1 groups");
+  EXPECT_EQ(error_of([&] { optim::SGD bad(std::vector<Tensor>{p}, {.lr = 0.1, .momentum = 0.0, .nesterov = true}); }),
+            "SGD: nesterov needs momentum > 0 and dampening 0, got momentum 0 and dampening 0");
+  EXPECT_EQ(error_of([&] { optim::SGD bad(std::vector<Tensor>{p, p}); }),
+            "optimizer: parameter 1 of group 0 appears in more than one place");
 }
 
 // The AVX2 Adam kernel against the reference loop (the oracle): sizes below, at, multiples of and

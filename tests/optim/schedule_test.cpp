@@ -5,9 +5,11 @@
 #include "attn/attn.h"
 #include "attn/optim/schedule.h"
 #include "attn/optim/sgd.h"
+#include "errors.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
 using test::torch_ref;
 
 namespace {
@@ -66,16 +68,7 @@ TEST(Schedule, ApplySetsEveryGroupWithLrScale) {
 }
 
 TEST(Schedule, BadOptionsMessages) {
-  try {
-    optim::WarmupCosine s({.total_steps = 0});
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "WarmupCosine: expected total_steps > 0, got 0");
-  }
-  try {
-    optim::StepDecay s({.step_size = 0});
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "StepDecay: expected step_size > 0, got 0");
-  }
+  EXPECT_EQ(error_of([&] { optim::WarmupCosine s({.total_steps = 0}); }),
+            "WarmupCosine: expected total_steps > 0, got 0");
+  EXPECT_EQ(error_of([&] { optim::StepDecay s({.step_size = 0}); }), "StepDecay: expected step_size > 0, got 0");
 }

@@ -8,22 +8,15 @@
 #include "attn/attn.h"
 #include "attn/core/rng.h"
 #include "attn/text/bleu.h"
+#include "errors.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
 using namespace attn::text;
 using test::torch_ref;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 std::string joined(const std::string& line) { return tokenize_13a(line); }
 

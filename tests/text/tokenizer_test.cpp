@@ -14,20 +14,13 @@
 #include "attn/data/text_pairs.h"
 #include "attn/text/tokenizer.h"
 #include "attn/text/utf8.h"
+#include "errors.h"
 
 using namespace attn;
+using test::error_of;
 using namespace attn::text;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 const std::vector<data::TextPair>& bible() {
   static const auto pairs = data::load_bible_pairs();
@@ -114,7 +107,8 @@ TEST(CharTokenizer, Basics) {
             "(f5..ff))");
   EXPECT_EQ(error_of([&] { t->decode({9}); }), "CharTokenizer::decode: expected token ids in [0, 9), got 9");
   EXPECT_EQ(error_of([&] { t->id_to_piece(-1); }), "CharTokenizer::id_to_piece: expected token ids in [0, 9), got -1");
-  EXPECT_EQ(error_of([] { CharTokenizer(U"aba"); }), "CharTokenizer: expected distinct code points, U+97 appears twice");
+  EXPECT_EQ(error_of([] { CharTokenizer(U"aba"); }),
+            "CharTokenizer: expected distinct code points, U+97 appears twice");
   // min_count
   EXPECT_EQ(CharTokenizer::build({"aab"}, 2)->vocab_size(), 5);
   // serialize / deserialize

@@ -7,27 +7,15 @@
 
 #include "attn/attn.h"
 #include "attn/train/plot.h"
+#include "errors.h"
+#include "files.h"
 #include "train_checks.h"
 
 using namespace attn;
+using test::error_of;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 }  // namespace
 
@@ -51,7 +39,7 @@ TEST(Confusion, SvgHeatMap) {
   const std::string path = dir + "/cm.svg";
   train::write_confusion_svg(path, "test <split>", {"T-shirt/top", "a<b", "Ankle boot"}, {0, 0, 1, 2, 2, 2, 1, 0},
                              {0, 1, 1, 2, 0, 2, 2, 0});
-  const std::string s = slurp(path);
+  const std::string s = test::slurp(path);
   EXPECT_EQ(s.rfind("<svg ", 0), 0u);
   EXPECT_NE(s.find("</svg>"), std::string::npos);
   EXPECT_NE(s.find("test &lt;split&gt;: accuracy 62.5% of 8"), std::string::npos) << s.substr(0, 400);

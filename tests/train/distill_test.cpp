@@ -13,10 +13,14 @@
 #include "attn/models/vit.h"
 #include "attn/ops/softmax.h"
 #include "attn/train/tasks/image_classification.h"
+#include "attn/train/trainer.h"
 #include "attn/train/distill.h"
+#include "errors.h"
 #include "torch_ref.h"
+#include "train_checks.h"
 
 using namespace attn;
+using test::error_of;
 
 namespace {
 
@@ -26,13 +30,7 @@ struct Case {
   bool soft_targets;
 };
 
-std::string tmp_dir(const std::string& name) {
-  std::string d = std::filesystem::temp_directory_path().string() + "/attn_distill_test_" + name + "_" +
-                  std::to_string(::getpid());
-  std::filesystem::remove_all(d);
-  std::filesystem::create_directories(d);
-  return d;
-}
+std::string tmp_dir(const std::string& name) { return test::fresh_tmp_dir("attn_distill_test", name); }
 
 // A saved (untrained) classifier checkpoint, to act as a teacher.
 std::string save_teacher(const std::string& dir, const std::string& model, const nlohmann::json& overrides) {
@@ -44,16 +42,13 @@ std::string save_teacher(const std::string& dir, const std::string& model, const
 }
 
 train::TrainConfig tiny_deit(const std::string& out) {
-  train::TrainConfig cfg;
+  auto cfg = test::quiet<train::TrainConfig>(out);
   cfg.model = "deit_fmnist_distilled";
   cfg.model_config = {{"dim", 32}, {"depth", 1}, {"heads", 2}, {"patch_size", 7}};
   cfg.epochs = 1;
   cfg.image.batch = 64;
   cfg.limit_train = 256;
   cfg.image.limit_eval = 256;
-  cfg.out = out;
-  cfg.progress = false;
-  cfg.quiet = true;
   return cfg;
 }
 
@@ -105,23 +100,16 @@ TEST(DistillationLoss, SoftTermGradcheck) {
 }
 
 TEST(DistillationLoss, Errors) {
-  auto expect_msg = [](const std::function<void()>& f, const std::string& msg) {
-    try {
-      f();
-      ADD_FAILURE() << "expected: " << msg;
-    } catch (const Error& e) {
-      EXPECT_EQ(std::string(e.what()), msg);
-    }
-  };
-  expect_msg([] { train::parse_distill_type("medium"); }, "distill: expected none, soft or hard, got 'medium'");
-  expect_msg([] { train::DistillationLoss({.type = train::DistillType::soft, .alpha = 1.5}); },
-             "distill: expected alpha in [0, 1], got 1.5");
-  expect_msg([] {
+  EXPECT_EQ(error_of([] { train::parse_distill_type("medium"); }),
+            "distill: expected none, soft or hard, got 'medium'");
+  EXPECT_EQ(error_of([] { train::DistillationLoss({.type = train::DistillType::soft, .alpha = 1.5}); }),
+            "distill: expected alpha in [0, 1], got 1.5");
+  EXPECT_EQ(error_of([] {
     train::DistillationLoss l({.type = train::DistillType::hard});
     l(Tensor::zeros({2, 3}), Tensor(), Tensor::zeros({2}, DType::i64), Tensor::zeros({2, 3}));
-  }, "distill: hard distillation needs the distillation head's logits (a model with a distillation token)");
-  expect_msg([] { train::soft_distillation(Tensor::zeros({2, 3}), Tensor::zeros({2, 4}), 1.0); },
-             "soft_distillation: expected teacher logits of shape [2, 3], got [2, 4]");
+  }), "distill: hard distillation needs the distillation head's logits (a model with a distillation token)");
+  EXPECT_EQ(error_of([] { train::soft_distillation(Tensor::zeros({2, 3}), Tensor::zeros({2, 4}), 1.0); }),
+            "soft_distillation: expected teacher logits of shape [2, 3], got [2, 4]");
 }
 
 TEST(DistillTrainer, TeacherWithOtherClassCountIsRejectedBeforeTraining) {
@@ -129,13 +117,9 @@ TEST(DistillTrainer, TeacherWithOtherClassCountIsRejectedBeforeTraining) {
   train::TrainConfig cfg = tiny_deit(dir + "/run");
   cfg.image.teacher = save_teacher(dir, "mlp", {{"num_classes", 5}});
   cfg.image.distill = "soft";
-  try {
-    train::train(cfg);
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "train: the teacher '" + cfg.image.teacher +
-                                         "' predicts 5 classes, but fashion-mnist has 10");
-  }
+  EXPECT_EQ(error_of([&] { train::train(cfg); }),
+            "train: the teacher '" + cfg.image.teacher +
+            "' predicts 5 classes, but fashion-mnist has 10");
   EXPECT_FALSE(std::filesystem::exists(*cfg.out + "/checkpoint.safetensors"));
   std::filesystem::remove_all(dir);
 }
@@ -145,30 +129,18 @@ TEST(DistillTrainer, SettingsAreChecked) {
   const std::string teacher = save_teacher(dir, "mlp", nlohmann::json::object());
   train::TrainConfig cfg = tiny_deit(dir + "/run");
   cfg.image.distill = "hard";
-  try {
-    train::train(cfg);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "train: --distill hard needs a teacher checkpoint (--teacher)");
-  }
+  EXPECT_EQ(error_of([&] { train::train(cfg); }),
+            "train: --distill hard needs a teacher checkpoint (--teacher)");
   cfg.image.teacher = teacher;
   cfg.model = "vit_fmnist";
-  try {
-    train::train(cfg);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "train: --distill hard needs a model with a distillation token (e.g. "
-                                     "deit_fmnist_distilled), got vit_fmnist");
-  }
+  EXPECT_EQ(error_of([&] { train::train(cfg); }),
+            "train: --distill hard needs a model with a distillation token (e.g. "
+            "deit_fmnist_distilled), got vit_fmnist");
   cfg.model = "deit_fmnist_distilled";
   cfg.image.distill = "none";
-  try {
-    train::train(cfg);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "train: a teacher ('" + teacher + "') was given but --distill is none (use soft "
-                                     "or hard)");
-  }
+  EXPECT_EQ(error_of([&] { train::train(cfg); }),
+            "train: a teacher ('" + teacher + "') was given but --distill is none (use soft "
+            "or hard)");
   std::filesystem::remove_all(dir);
 }
 

@@ -4,21 +4,14 @@
 
 #include "attn/attn.h"
 #include "attn/train/ema.h"
+#include "errors.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
 using test::torch_ref;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 // A parameter in f32, one in f64, and a buffer.
 struct Toy : nn::Module {

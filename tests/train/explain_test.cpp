@@ -12,21 +12,14 @@
 #include "attn/data/preprocess.h"
 #include "attn/io/checkpoint.h"
 #include "attn/train/explain.h"
+#include "errors.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
 using test::torch_ref;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 // Row-stochastic random attention (L, B, NH, T, T).
 Tensor random_maps(int64_t l, int64_t b, int64_t h, int64_t t, Generator& g, DType dt) {

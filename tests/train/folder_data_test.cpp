@@ -14,23 +14,17 @@
 #include "attn/data/image_folder_splits.h"
 #include "attn/io/checkpoint.h"
 #include "attn/train/tasks/image_classification.h"
+#include "attn/train/trainer.h"
 #include "attn/train/explain.h"
+#include "errors.h"
 #include "torch_ref.h"
 #include "train_checks.h"
 
 using namespace attn;
+using test::error_of;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 // A 28 x 28 gray image of class k in {0, 1, 2}: a bright horizontal band in the top, middle or bottom
 // third, on noise; every fifth image is written 32 x 32 RGB instead (resized and converted on read).
@@ -140,9 +134,10 @@ TEST(FolderSplits, Errors) {
   }
   const data::ImageFolderSplits s = data::load_image_folder_splits(d, 28, 1);
   std::vector<float> buf(28 * 28);
-  std::string err = "<no error>";
-  for (int64_t i = 0; i < s.train->size() && err == "<no error>"; ++i) err = error_of([&] { s.train->read(i, buf.data()); });
-  for (int64_t i = 0; i < s.val->size() && err == "<no error>"; ++i) err = error_of([&] { s.val->read(i, buf.data()); });
+  const std::string err = error_of([&] {   // the first read that fails, in either split
+    for (int64_t i = 0; i < s.train->size(); ++i) s.train->read(i, buf.data());
+    for (int64_t i = 0; i < s.val->size(); ++i) s.val->read(i, buf.data());
+  });
   EXPECT_NE(err.find("bad.png"), std::string::npos) << err;
   fs::remove_all(d);
 }
@@ -151,7 +146,7 @@ TEST(FolderTraining, LearnsAThreeClassFolderAndKeepsItsClassNames) {
   const std::string d = fresh("train");
   write_split(d + "/train", 60, 1);
   write_split(d + "/test", 20, 2);
-  train::TrainConfig cfg;
+  auto cfg = test::quiet<train::TrainConfig>(d + "/run");
   cfg.model = "vit_fmnist_demo";
   cfg.data = d;
   cfg.epochs = 4;
@@ -159,9 +154,6 @@ TEST(FolderTraining, LearnsAThreeClassFolderAndKeepsItsClassNames) {
   cfg.lr = 2e-3;
   cfg.warmup_epochs = 0.5;
   cfg.seed = 3;
-  cfg.out = d + "/run";
-  cfg.progress = false;
-  cfg.quiet = true;
   const train::TrainResult r = train::train(cfg);
   EXPECT_EQ(r.steps, 4 * (162 / 32));   // 180 images, 18 held out
   EXPECT_GE(r.metric("test_accuracy"), 0.9) << "an easy three-class problem";

@@ -15,27 +15,18 @@
 #include "attn/io/name_maps.h"
 #include "attn/io/safetensors.h"
 #include "attn/train/folder_eval.h"
+#include "errors.h"
+#include "files.h"
 #include "torch_ref.h"
 #include "train_checks.h"
 
 using namespace attn;
+using test::write_bytes;
+using test::error_of;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
-void write_bytes(const std::string& path, const uint8_t* p, size_t n) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(p), std::streamsize(n));
-}
 
 }  // namespace
 
@@ -112,7 +103,7 @@ TEST(FolderEval, MatchesTorchvisionValidation) {
   }
   // One file that is not an image, in the first class folder: reported, not scored.
   const std::string bad = dir + "/val/" + data::imagenet_wnids()[size_t(labels[0])] + "/zz_broken.jpg";
-  write_bytes(bad, reinterpret_cast<const uint8_t*>("not a jpeg"), 10);
+  write_bytes(bad, "not a jpeg");
 
   const Tensor file = ref.at("file");
   io::ForeignVitOptions o;

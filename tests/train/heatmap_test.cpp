@@ -8,20 +8,13 @@
 #include "attn/attn.h"
 #include "attn/data/image.h"
 #include "attn/train/heatmap.h"
+#include "errors.h"
 
 using namespace attn;
+using test::error_of;
 using namespace attn::train;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 std::array<uint8_t, 3> pixel(const Tensor& img, int64_t y, int64_t x) {
   const uint8_t* p = img.data<uint8_t>() + (y * img.size(1) + x) * 3;
@@ -60,6 +53,32 @@ TEST(Heatmap, LayoutFormula) {
   l = alignment_layout(2, 3, src, tgt, opt);
   EXPECT_EQ(l.left, 3 + 6 * 2 * 3 + 3);
   EXPECT_EQ(l.top, 3 + 6 * 2 * 3 + 3);
+}
+
+// The defaults (those of `attn align`) draw a short sentence at a size a person can read: cells of
+// at least 24 pixels and letters at least 14 pixels tall (the 7-row font at scale 2 or more).
+TEST(Heatmap, DefaultsAreReadable) {
+  const std::vector<std::string> src{kSp + "el", kSp + "gato", kSp + "come", kSp + "pescado", "."};
+  const std::vector<std::string> tgt{kSp + "the", kSp + "cat", kSp + "eats"};
+  Generator g(4);
+  const Tensor w = softmax(randn({3, 5}, g) * 3.0, -1);
+  const AlignmentOptions opt;
+  EXPECT_GE(opt.cell, 24);
+  EXPECT_GE(opt.font_scale, 2);
+  const Tensor img = render_alignment(w, src, tgt);
+  const AlignmentLayout l = alignment_layout(3, 5, src, tgt);
+  EXPECT_GE(img.size(1), 200);   // 122 at the old defaults (16-pixel cells, 5 x 7 pixel letters)
+  EXPECT_GE(img.size(0), 180);
+  EXPECT_EQ(img.size(1), l.left + 5 * opt.cell + opt.margin);
+  // The ink of the target label "▁cat" (row 1) spans at least 14 pixel rows, inside its row.
+  int64_t first = -1, last = -1;
+  for (int64_t y = l.top + opt.cell; y < l.top + 2 * opt.cell; ++y)
+    if (ink(img, y, y + 1, 0, l.left) > 0) {
+      if (first < 0) first = y;
+      last = y;
+    }
+  ASSERT_GE(first, 0);
+  EXPECT_GE(last - first + 1, 14);
 }
 
 TEST(Heatmap, CellColours) {

@@ -7,25 +7,18 @@
 
 #include "attn/attn.h"
 #include "attn/autograd/grad_mode.h"
-#include "attn/nn/module.h"
 #include "attn/models/vit.h"
+#include "attn/nn/module.h"
 #include "attn/nn/pos_embed.h"
 #include "attn/train/heatmap.h"
 #include "attn/train/inspect.h"
+#include "errors.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 Tensor param(const nn::Module& m, const std::string& name) {
   for (const auto& [k, v] : m.named_parameters())

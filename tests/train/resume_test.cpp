@@ -19,16 +19,18 @@
 #include "attn/io/safetensors.h"
 #include "attn/train/tasks/image_classification.h"
 #include "attn/train/trainer.h"
+#include "errors.h"
 #include "train_checks.h"
 
 using namespace attn;
+using test::error_of;
 
 namespace {
 
 std::string tmp_dir(const std::string& name) { return test::fresh_tmp_dir("attn_resume_test", name); }
 
 train::TrainConfig tiny_vit(const std::string& out) {
-  train::TrainConfig cfg;
+  auto cfg = test::quiet<train::TrainConfig>(out);
   cfg.model = "vit";
   cfg.model_config = {{"dim", 32}, {"depth", 2}, {"heads", 2}, {"patch_size", 7}, {"drop_path", 0.1}, {"drop", 0.05}};
   cfg.epochs = 2;
@@ -37,15 +39,34 @@ train::TrainConfig tiny_vit(const std::string& out) {
   cfg.image.limit_eval = 200;
   cfg.image.augment = true;
   cfg.seed = 7;
-  cfg.out = out;
-  cfg.progress = false;
-  cfg.quiet = true;
   return cfg;
 }
 
-using test::concat;
-using test::same_bits;
-using test::same_checkpoint;
+// The MLP on a subset: 64 images a step.
+train::TrainConfig mlp(const std::string& out, int64_t epochs, int64_t limit_train, int64_t limit_eval) {
+  auto cfg = test::quiet<train::TrainConfig>(out);
+  cfg.model = "mlp";
+  cfg.epochs = epochs;
+  cfg.image.batch = 64;
+  cfg.limit_train = limit_train;
+  cfg.image.limit_eval = limit_eval;
+  return cfg;
+}
+
+// tiny_vit(out) stopped after step k with a checkpoint every `every` steps: its result, and the
+// config that resumes it.
+std::pair<train::TrainResult, train::TrainConfig> stopped_after(const std::string& out, int64_t k, int64_t every) {
+  train::TrainConfig cfg = tiny_vit(out);
+  cfg.checkpoint_every = every;
+  cfg.stop_after = k;
+  train::TrainResult first = train::train(cfg);
+  cfg.stop_after = 0;
+  cfg.resume = true;
+  return {first, cfg};
+}
+
+using test::killed_and_resumed;
+using test::resumed_exactly;
 
 }  // namespace
 
@@ -65,108 +86,71 @@ TEST_F(Resume, KilledAtARandomStepResumesBitForBit) {
   const int64_t k = std::random_device{}() % 63 + 1;   // any step must do; printed to reproduce
   std::printf("  killed after step %lld of 64\n", (long long)k);
   const std::string out = tmp_dir("kill");
-  train::TrainConfig cfg = tiny_vit(out);
-  cfg.checkpoint_every = 1;
-  cfg.stop_after = k;
-  train::TrainResult a = train::train(cfg);
-  ASSERT_EQ(a.steps, k);
   const auto seconds = [](const std::string& ckpt) {
     return io::read_checkpoint_metadata(ckpt).at("train_state").at("seconds").get<double>();
   };
-  const double first_piece = seconds(a.checkpoint);
+  double first_piece = 0;
+  const auto read_first_piece = [&](const train::TrainResult& first) { first_piece = seconds(first.checkpoint); };
+  const auto [a, b] = killed_and_resumed(tiny_vit(out), k, train::train, read_first_piece);
+  ASSERT_EQ(a.steps, k);
   EXPECT_GT(first_piece, 0.0);
-  cfg.stop_after = 0;
-  cfg.resume = true;
-  train::TrainResult b = train::train(cfg);
   EXPECT_EQ(b.steps, 64);
   // The training time carries over a resume: the total includes the first piece's.
   EXPECT_GT(seconds(b.checkpoint), first_piece);
-  EXPECT_TRUE(same_bits(concat(a.step_losses, b.step_losses), reference_.step_losses)) << "killed after step " << k;
-  EXPECT_TRUE(same_checkpoint(b.checkpoint, reference_.checkpoint)) << "killed after step " << k;
+  EXPECT_TRUE(resumed_exactly(a, b, reference_)) << "killed after step " << k;
   EXPECT_EQ(b.metric("test_accuracy"), reference_.metric("test_accuracy"));
   std::filesystem::remove_all(out);
 }
 
 TEST_F(Resume, KilledDuringACheckpointWriteResumesFromTheLastGoodOne) {
   const std::string out = tmp_dir("torn");
-  train::TrainConfig cfg = tiny_vit(out);
-  cfg.checkpoint_every = 1;
-  cfg.stop_after = 37;   // mid-epoch 2
-  train::TrainResult a = train::train(cfg);
-  // The kill came while the next checkpoint was being written: a torn .tmp beside the good file.
-  {
-    std::ifstream f(a.checkpoint, std::ios::binary);
-    std::string head(200, '\0');
-    f.read(head.data(), std::streamsize(head.size()));
-    std::ofstream(a.checkpoint + ".tmp", std::ios::binary) << head;
-  }
-  auto m = train::load_classifier(a.checkpoint);   // the good one still loads
-  EXPECT_EQ(io::read_checkpoint_metadata(a.checkpoint).at("train_state").at("step"), 37);
-  cfg.stop_after = 0;
-  cfg.resume = true;
-  train::TrainResult b = train::train(cfg);
-  EXPECT_TRUE(same_bits(concat(a.step_losses, b.step_losses), reference_.step_losses));
-  EXPECT_TRUE(same_checkpoint(b.checkpoint, reference_.checkpoint));
+  // The kill (after step 37, mid-epoch 2) came while the next checkpoint was being written: a torn
+  // .tmp beside the good file.
+  const auto tear = [](const train::TrainResult& first) {
+    test::write_bytes(first.checkpoint + ".tmp", test::slurp(first.checkpoint).substr(0, 200));
+    auto m = train::load_classifier(first.checkpoint);   // the good one still loads
+    EXPECT_EQ(io::read_checkpoint_metadata(first.checkpoint).at("train_state").at("step"), 37);
+  };
+  const auto [a, b] = killed_and_resumed(tiny_vit(out), 37, train::train, tear);
+  EXPECT_TRUE(resumed_exactly(a, b, reference_));
   std::filesystem::remove_all(out);
 }
 
 TEST_F(Resume, UnwritableCheckpointStopsTrainingAndKeepsTheLastGoodOne) {
   const std::string out = tmp_dir("unwritable");
-  train::TrainConfig cfg = tiny_vit(out);
-  cfg.checkpoint_every = 1;
-  cfg.stop_after = 20;
-  train::TrainResult a = train::train(cfg);
+  const auto stopped = stopped_after(out, 20, 1);
+  const train::TrainResult& a = stopped.first;
+  const train::TrainConfig& cfg = stopped.second;
   const std::string tmp = a.checkpoint + ".tmp";
   std::filesystem::create_directory(tmp);   // the next write cannot create its .tmp
-  cfg.stop_after = 0;
-  cfg.resume = true;
-  try {
-    train::train(cfg);
-    FAIL() << "expected the checkpoint write to fail";
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "write '" + a.checkpoint + "': cannot create '" + tmp + "': Is a directory");
-  }
+  EXPECT_EQ(error_of([&] { train::train(cfg); }),
+            "write '" + a.checkpoint + "': cannot create '" + tmp + "': Is a directory");
   EXPECT_EQ(io::read_checkpoint_metadata(a.checkpoint).at("train_state").at("step"), 20);
   train::load_classifier(a.checkpoint);
   std::filesystem::remove(tmp);
   train::TrainResult b = train::train(cfg);
-  EXPECT_TRUE(same_bits(concat(a.step_losses, b.step_losses), reference_.step_losses));
-  EXPECT_TRUE(same_checkpoint(b.checkpoint, reference_.checkpoint));
+  EXPECT_TRUE(resumed_exactly(a, b, reference_));
   std::filesystem::remove_all(out);
 }
 
 TEST_F(Resume, RefusesSettingsThatChangeTheDataOrder) {
   const std::string out = tmp_dir("settings");
-  train::TrainConfig cfg = tiny_vit(out);
-  cfg.checkpoint_every = 5;
-  cfg.stop_after = 5;
-  train::train(cfg);
-  cfg.stop_after = 0;
-  cfg.resume = true;
+  const train::TrainConfig cfg = stopped_after(out, 5, 5).second;
   train::TrainConfig other = cfg;
   other.seed = 8;
   other.image.batch = 32;
   const std::string ckpt = out + "/checkpoint.safetensors";
-  try {
-    train::train(other);
-    FAIL() << "expected the resume to be refused";
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "train --resume: '" + ckpt + "' was trained with --seed 7, --batch 64; this call has --seed 8, --batch "
-              "32. The data order and augmentation depend on these: pass the run's own values to continue it");
-  }
+  EXPECT_EQ(error_of([&] { train::train(other); }),
+            "train --resume: '" + ckpt + "' was trained with --seed 7, --batch 64; this call has --seed 8, --batch "
+            "32. The data order and augmentation depend on these: pass the run's own values to continue it");
   EXPECT_EQ(io::read_checkpoint_metadata(ckpt).at("train_state").at("step"), 5);   // untouched
   // Nothing to resume: said plainly.
   train::TrainConfig none = cfg;
   none.out = out + "/empty";
-  try {
-    train::train(none);
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "train --resume: there is no checkpoint to resume at '" + out +
-                                         "/empty/checkpoint.safetensors' (--out " + out +
-                                         "/empty); run without --resume to start training");
-  }
+  EXPECT_EQ(error_of([&] { train::train(none); }),
+            "train --resume: there is no checkpoint to resume at '" + out +
+            "/empty/checkpoint.safetensors' (--out " + out +
+            "/empty); run without --resume to start training");
   // Schedule settings may change (e.g. a lower --lr after a non-finite loss): accepted.
   other = cfg;
   other.lr = 1e-3 / 2;   // half the default
@@ -177,30 +161,17 @@ TEST_F(Resume, RefusesSettingsThatChangeTheDataOrder) {
 
 TEST(Train, NonFiniteLossStopsWithTheStepAndKeepsTheCheckpoint) {
   const std::string out = tmp_dir("nan");
-  train::TrainConfig cfg;
-  cfg.model = "mlp";
+  train::TrainConfig cfg = mlp(out, 1, 512, 100);
   cfg.lr = 1e30;
   cfg.warmup_epochs = 0;
-  cfg.epochs = 1;
-  cfg.image.batch = 64;
-  cfg.limit_train = 512;
-  cfg.image.limit_eval = 100;
   cfg.checkpoint_every = 1;
-  cfg.out = out;
-  cfg.progress = false;
-  cfg.quiet = true;
   const std::string ckpt = out + "/checkpoint.safetensors";
   auto msg = [&](const char* v) {
     return std::string("train: the loss became ") + v + " at step 2 (epoch 1); stopped. The last good checkpoint "
            "is kept at " + ckpt + " (resume with --resume after lowering --lr)";
   };
-  try {
-    train::train(cfg);
-    FAIL() << "expected a non-finite loss";
-  } catch (const Error& e) {
-    const std::string got = e.what();
-    EXPECT_TRUE(got == msg("nan") || got == msg("inf")) << got;
-  }
+  const std::string got = error_of([&] { train::train(cfg); });
+  EXPECT_TRUE(got == msg("nan") || got == msg("inf")) << got;
   EXPECT_EQ(io::read_checkpoint_metadata(ckpt).at("train_state").at("step"), 1);
   EXPECT_NO_THROW(train::load_classifier(ckpt));
   std::filesystem::remove_all(out);
@@ -208,17 +179,9 @@ TEST(Train, NonFiniteLossStopsWithTheStepAndKeepsTheCheckpoint) {
 
 TEST(Train, ShortRunReaches70PercentInSeconds) {
   const std::string out = tmp_dir("fast");
-  train::TrainConfig cfg;
-  cfg.model = "mlp";
-  cfg.epochs = 2;
-  cfg.image.batch = 64;
-  cfg.limit_train = 4096;
-  cfg.image.limit_eval = 1000;
+  train::TrainConfig cfg = mlp(out, 2, 4096, 1000);
   cfg.warmup_epochs = 0.2;
   cfg.seed = 3;
-  cfg.out = out;
-  cfg.progress = false;
-  cfg.quiet = true;
   const auto t0 = std::chrono::steady_clock::now();
   train::TrainResult r = train::train(cfg);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -253,18 +216,12 @@ TEST(Train, DeitRecipeResumesBitForBitWithTheEma) {
   plain.epochs = 1;
   plain.limit_train = 1024;
   train::TrainResult p = train::train(plain);
-  EXPECT_FALSE(same_bits(p.step_losses, ref.step_losses));
+  EXPECT_FALSE(test::same_bits(p.step_losses, ref.step_losses));
 
-  train::TrainConfig cfg = recipe(dir + "/kill");
-  cfg.checkpoint_every = 1;
-  cfg.stop_after = 7;
-  train::TrainResult a = train::train(cfg);
-  cfg.stop_after = 0;
-  cfg.resume = true;
-  train::TrainResult b = train::train(cfg);
-  EXPECT_TRUE(same_bits(concat(a.step_losses, b.step_losses), ref.step_losses));
-  EXPECT_TRUE(same_checkpoint(b.checkpoint, ref.checkpoint));
-  EXPECT_TRUE(same_checkpoint(dir + "/kill/checkpoint_ema.safetensors", dir + "/full/checkpoint_ema.safetensors"));
+  const auto [a, b] = killed_and_resumed(recipe(dir + "/kill"), 7, train::train);
+  EXPECT_TRUE(resumed_exactly(a, b, ref));
+  EXPECT_TRUE(
+      test::same_checkpoint(dir + "/kill/checkpoint_ema.safetensors", dir + "/full/checkpoint_ema.safetensors"));
   EXPECT_EQ(b.metric("test_accuracy_ema"), ref.metric("test_accuracy_ema"));
   std::filesystem::remove_all(dir);
 }

@@ -13,18 +13,21 @@
 #include "attn/io/checkpoint.h"
 #include "attn/io/safetensors.h"
 #include "attn/train/tasks/image_classification.h"
-#include "train_checks.h"
-#include "attn/train/tasks/translation.h"
+#include "attn/train/trainer.h"
 #include "attn/infer/translate.h"
+#include "attn/train/tasks/translation.h"
+#include "errors.h"
+#include "train_checks.h"
 
 using namespace attn;
+using test::error_of;
 
 namespace {
 
 std::string tmp_dir(const std::string& name) { return test::fresh_tmp_dir("attn_seq2seq_test", name); }
 
 train::TrainConfig tiny_copy(const std::string& out) {
-  train::TrainConfig cfg;
+  auto cfg = test::quiet<train::TrainConfig>(out);
   cfg.model = "transformer";
   cfg.model_config = {{"d_model", 64}, {"nhead", 4}, {"encoder_layers", 2}, {"decoder_layers", 2},
                       {"d_ff", 128}, {"dropout", 0.1}, {"max_length", 64}};
@@ -37,23 +40,7 @@ train::TrainConfig tiny_copy(const std::string& out) {
   cfg.translation.beam = 1;
   cfg.translation.limit_test = 20;
   cfg.seed = 5;
-  cfg.out = out;
-  cfg.progress = false;
-  cfg.quiet = true;
   return cfg;
-}
-
-using test::concat;
-using test::same_bits;
-using test::same_checkpoint;
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 }  // namespace
@@ -62,18 +49,11 @@ TEST(Seq2SeqTrain, KilledAndResumedEqualsTheUninterruptedRun) {
   const std::string dir = tmp_dir("resume");
   train::TrainResult ref = train::train(tiny_copy(dir + "/full"));
   ASSERT_GT(ref.steps, 8);
-  train::TrainConfig cfg = tiny_copy(dir + "/kill");
-  cfg.checkpoint_every = 1;
-  cfg.stop_after = ref.steps / 2;
-  train::TrainResult a = train::train(cfg);
+  const auto [a, b] = test::killed_and_resumed(tiny_copy(dir + "/kill"), ref.steps / 2, train::train);
   ASSERT_EQ(a.steps, ref.steps / 2);
   EXPECT_FALSE(a.finished);   // killed: no final evaluation
-  cfg.stop_after = 0;
-  cfg.resume = true;
-  train::TrainResult b = train::train(cfg);
   EXPECT_EQ(b.steps, ref.steps);
-  EXPECT_TRUE(same_bits(concat(a.step_losses, b.step_losses), ref.step_losses));
-  EXPECT_TRUE(same_checkpoint(b.checkpoint, ref.checkpoint));
+  EXPECT_TRUE(test::resumed_exactly(a, b, ref));
   EXPECT_EQ(b.metric("test_bleu"), ref.metric("test_bleu"));
   std::filesystem::remove_all(dir);
 }
@@ -104,7 +84,7 @@ TEST(Seq2SeqTrain, TransformerTrainsAndTheCheckpointTranslatesAlone) {
   EXPECT_EQ(t.translate(src, 1, 0.6, 0, /*batch=*/1), greedy);   // batching does not change results
 
   // The alignment of a copy is (nearly) the diagonal.
-  infer::Alignment al = t.align("abcdefgh");
+  train::Alignment al = t.align("abcdefgh");
   ASSERT_EQ(al.weights.dim(), 2);
   EXPECT_EQ(al.weights.size(1), 8);
   EXPECT_EQ(al.src_pieces.size(), 8u);
@@ -130,7 +110,7 @@ TEST(Seq2SeqTrain, RnnWithAttentionTrainsThroughTheSameTrainer) {
   EXPECT_LT(r.step_losses.back(), r.step_losses.front());
   infer::Translator t = infer::load_translator(r.checkpoint);
   EXPECT_EQ(t.model().config().at("model"), "rnn-attention");
-  infer::Alignment al = t.align("abcd");
+  train::Alignment al = t.align("abcd");
   EXPECT_EQ(al.weights.size(1), 4);
   std::filesystem::remove_all(dir);
 }

@@ -15,20 +15,13 @@
 #include "attn/ops/loss.h"
 #include "attn/train/plot.h"
 #include "attn/train/trainer.h"
+#include "errors.h"
 #include "train_checks.h"
 
 using namespace attn;
+using test::error_of;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // ---- a model kind and a task the library does not know: y = x . w + noise ----
 

@@ -2,7 +2,7 @@
 // source tokens along the top (vertical text, reading upwards) and target tokens down the left.
 //
 //   Tensor w = ...;                                   // (T, S) f32 in [0, 1]: target row, source column
-//   train::AlignmentOptions opt;  opt.cell = 20;      // pixels per cell
+//   train::AlignmentOptions opt;  opt.cell = 32;      // pixels per cell
 //   Tensor img = train::render_alignment(w, {"\xe2\x96\x81el", "\xe2\x96\x81gato"}, {"\xe2\x96\x81the", "\xe2\x96\x81cat"}, opt);
 //   data::write_png("align.png", img);                // img: u8 (H, W, 3)
 //   // or in one call: train::write_alignment_png("align.png", w, src, tgt, opt);
@@ -33,9 +33,10 @@
 namespace attn::train {
 
 struct AlignmentOptions {
-  int64_t cell = 16;               // cell side in pixels (>= 8 * font_scale keeps column labels apart)
-  int64_t font_scale = 1;          // each font pixel becomes font_scale x font_scale pixels
-  int64_t margin = 4;
+  // The defaults draw a short sentence readably: 10 x 14 pixel letters in 28 pixel cells.
+  int64_t cell = 28;               // cell side in pixels (>= 8 * font_scale keeps column labels apart)
+  int64_t font_scale = 2;          // each font pixel becomes font_scale x font_scale pixels
+  int64_t margin = 8;
   int64_t max_label_chars = 24;
   std::string colormap = "viridis";   // "viridis" | "gray"
 };

@@ -4,6 +4,7 @@
 //   train::Series loss{"train loss", xs, ys};
 //   train::write_svg_plot("curve.svg", "Fashion-MNIST, MLP", "epoch", {loss, val_acc});
 //   train::write_confusion_svg("confusion.svg", "test split", class_names, r.labels, r.predictions);
+//   train::nice_ticks(0.4938, 0.6795);   // {0.5, 0.55, 0.6, 0.65}: where the axis is labelled
 #pragma once
 #include <cstdint>
 #include <string>
@@ -18,9 +19,17 @@ struct Series {
   bool markers = false;      // a dot at each point instead of a line
 };
 
+// Axes are labelled at round values (nice_ticks), with as many decimals as their step needs.
 // Written atomically. Throws attn::Error if it cannot write.
 void write_svg_plot(const std::string& path, const std::string& title, const std::string& xlabel,
                     const std::vector<Series>& series);
+
+// Round tick values inside [lo, hi]: the multiples of a step of 1, 2 or 5 × 10^k, the smallest such
+// step that gives at most max_ticks of them (so 0..1 gives 0, 0.2, ..., 1). lo == hi gives {lo}.
+// Throws attn::Error unless lo and hi are finite with lo <= hi and max_ticks >= 2.
+std::vector<double> nice_ticks(double lo, double hi, int max_ticks = 8);
+// v written with the decimals a tick step needs: tick_label(0.5, 0.05) == "0.50", (3, 1) == "3".
+std::string tick_label(double v, double step);
 
 // counts[t * C + p]: how many examples of true class t were predicted as p (C = class_names.size()).
 // Throws attn::Error when the lists differ in length or a label or prediction is outside [0, C).

@@ -50,9 +50,10 @@ def _list(inp, n):
     return [_leaf(inp[f"x{i}"]) for i in range(n)]
 
 
-def concat(inp, args):
+def _join(fn, inp, args):
+    """fn (torch.cat or torch.stack) of x0 .. x{n-1} along dim: out, and dx{i} of each input a gradient reaches."""
     xs = _list(inp, args["n"])
-    y = torch.cat(xs, args["dim"])
+    y = fn(xs, args["dim"])
     y.backward(inp["g"])
     res = {"out": y.detach()}
     for i, x in enumerate(xs):
@@ -61,14 +62,12 @@ def concat(inp, args):
     return res
 
 
+def concat(inp, args):
+    return _join(torch.cat, inp, args)
+
+
 def stack(inp, args):
-    xs = _list(inp, args["n"])
-    y = torch.stack(xs, args["dim"])
-    y.backward(inp["g"])
-    res = {"out": y.detach()}
-    for i, x in enumerate(xs):
-        res[f"dx{i}"] = x.grad
-    return res
+    return _join(torch.stack, inp, args)
 
 
 def _pieces(inp, x, pieces):

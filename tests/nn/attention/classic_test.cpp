@@ -15,9 +15,13 @@
 #include "attn/nn/init.h"
 #include "attn/ops/combine.h"
 #include "attn/ops/softmax.h"
+#include "errors.h"
+#include "params.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::param_listing;
+using test::error_of;
 using test::torch_ref;
 
 namespace {
@@ -142,21 +146,16 @@ INSTANTIATE_TEST_SUITE_P(All, ScoreVsTorch, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return case_name(info.param); });
 
 TEST(ScoreAttention, ParameterNames) {
-  auto names = [](const nn::Module& m) {
-    std::vector<std::string> out;
-    for (auto& [k, p] : m.named_parameters()) out.push_back(k + shape_str(p.shape()));
-    return out;
-  };
   using V = std::vector<std::string>;
-  EXPECT_EQ(names(nn::ScoreAttention({.kind = nn::ScoreKind::dot, .query_dim = 4})), V{});
-  EXPECT_EQ(names(nn::ScoreAttention({.kind = nn::ScoreKind::general, .query_dim = 4, .key_dim = 6})),
+  EXPECT_EQ(param_listing(nn::ScoreAttention({.kind = nn::ScoreKind::dot, .query_dim = 4})), V{});
+  EXPECT_EQ(param_listing(nn::ScoreAttention({.kind = nn::ScoreKind::general, .query_dim = 4, .key_dim = 6})),
             V{"W_a.weight[4, 6]"});
-  EXPECT_EQ(names(nn::ScoreAttention(
+  EXPECT_EQ(param_listing(nn::ScoreAttention(
                 {.kind = nn::ScoreKind::concat, .query_dim = 4, .key_dim = 6, .attn_dim = 3, .bias = true})),
             (V{"W_a.weight[3, 4]", "W_a.bias[3]", "U_a.weight[3, 6]", "U_a.bias[3]", "v_a.weight[1, 3]",
                "v_a.bias[1]"}));
-  EXPECT_EQ(names(nn::ScoreAttention({.kind = nn::ScoreKind::cosine, .query_dim = 4})), V{});
-  EXPECT_EQ(names(nn::ScoreAttention({.kind = nn::ScoreKind::location, .query_dim = 4, .max_length = 9})),
+  EXPECT_EQ(param_listing(nn::ScoreAttention({.kind = nn::ScoreKind::cosine, .query_dim = 4})), V{});
+  EXPECT_EQ(param_listing(nn::ScoreAttention({.kind = nn::ScoreKind::location, .query_dim = 4, .max_length = 9})),
             V{"W_a.weight[9, 4]"});
 }
 
@@ -195,49 +194,36 @@ TEST(ScoreAttention, MaskedSoftmaxBroadcastsAndChecks) {
   EXPECT_TENSOR_NEAR(a.select(0, 1), Tensor::zeros({3, 5}), 0, 0);
   EXPECT_TENSOR_NEAR(sum(a.select(0, 0), {-1}), Tensor::ones({3}), 1e-6, 1e-6);
   EXPECT_TENSOR_NEAR(nn::masked_softmax(x, Tensor()), softmax(x, -1), 0, 0);
-  try {
-    nn::masked_softmax(x, Tensor::zeros({4, 5}, DType::u8));
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "masked_softmax: expected a mask broadcastable to [2, 3, 5], got [4, 5]");
-  }
-  try {
-    nn::masked_softmax(x, Tensor::zeros({5}));
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "masked_softmax: expected a u8 mask, got f32");
-  }
+  EXPECT_EQ(error_of([&] { nn::masked_softmax(x, Tensor::zeros({4, 5}, DType::u8)); }),
+            "masked_softmax: expected a mask broadcastable to [2, 3, 5], got [4, 5]");
+  EXPECT_EQ(error_of([&] { nn::masked_softmax(x, Tensor::zeros({5})); }),
+            "masked_softmax: expected a u8 mask, got f32");
 }
 
 TEST(ScoreAttention, BadInputMessages) {
   nn::ScoreAttention att({.kind = nn::ScoreKind::general, .query_dim = 4, .key_dim = 6});
-  auto expect_error = [](const std::function<void()>& f, const std::string& msg) {
-    try {
-      f();
-      ADD_FAILURE() << "no error; expected: " << msg;
-    } catch (const Error& e) {
-      EXPECT_EQ(std::string(e.what()), msg);
-    }
-  };
   Tensor s = Tensor::zeros({2, 4}), h = Tensor::zeros({2, 5, 6});
-  expect_error([&] { att.forward(Tensor::zeros({2, 5}), h); }, "ScoreAttention: expected s of shape (B, 4), got [2, 5]");
-  expect_error([&] { att.forward(s, Tensor::zeros({2, 5, 4})); },
-               "ScoreAttention: expected h of shape (2, S, 6), got [2, 5, 4]");
-  expect_error([&] { att.forward(s, Tensor::zeros({3, 5, 6})); },
-               "ScoreAttention: expected h of shape (2, S, 6), got [3, 5, 6]");
-  expect_error([&] { att.forward(s, h.to(DType::f64)); }, "ScoreAttention: expected h of dtype f32 (as s), got f64");
-  expect_error([&] { att.forward(s, h, Tensor::zeros({2, 5})); },
-               "ScoreAttention: expected key_padding_mask of dtype u8 (bool), got f32");
-  expect_error([&] { att.forward(s, h, Tensor::zeros({2, 4}, DType::u8)); },
-               "ScoreAttention: expected key_padding_mask of shape [2, 5], got [2, 4]");
-  expect_error([&] { att.forward(s, h, Tensor(), Tensor::zeros({2, 4, 3})); },
-               "ScoreAttention: expected values of shape (2, 5, Dv), got [2, 4, 3]");
-  expect_error([&] { nn::ScoreAttention({.kind = nn::ScoreKind::dot, .query_dim = 4, .key_dim = 6}); },
-               "ScoreAttention: dot scores need query_dim == key_dim, got 4 and 6");
+  EXPECT_EQ(error_of([&] { att.forward(Tensor::zeros({2, 5}), h); }),
+            "ScoreAttention: expected s of shape (B, 4), got [2, 5]");
+  EXPECT_EQ(error_of([&] { att.forward(s, Tensor::zeros({2, 5, 4})); }),
+            "ScoreAttention: expected h of shape (2, S, 6), got [2, 5, 4]");
+  EXPECT_EQ(error_of([&] { att.forward(s, Tensor::zeros({3, 5, 6})); }),
+            "ScoreAttention: expected h of shape (2, S, 6), got [3, 5, 6]");
+  EXPECT_EQ(error_of([&] { att.forward(s, h.to(DType::f64)); }),
+            "ScoreAttention: expected h of dtype f32 (as s), got f64");
+  EXPECT_EQ(error_of([&] { att.forward(s, h, Tensor::zeros({2, 5})); }),
+            "ScoreAttention: expected key_padding_mask of dtype u8 (bool), got f32");
+  EXPECT_EQ(error_of([&] { att.forward(s, h, Tensor::zeros({2, 4}, DType::u8)); }),
+            "ScoreAttention: expected key_padding_mask of shape [2, 5], got [2, 4]");
+  EXPECT_EQ(error_of([&] { att.forward(s, h, Tensor(), Tensor::zeros({2, 4, 3})); }),
+            "ScoreAttention: expected values of shape (2, 5, Dv), got [2, 4, 3]");
+  EXPECT_EQ(error_of([&] { nn::ScoreAttention({.kind = nn::ScoreKind::dot, .query_dim = 4, .key_dim = 6}); }),
+            "ScoreAttention: dot scores need query_dim == key_dim, got 4 and 6");
   nn::ScoreAttention loc({.kind = nn::ScoreKind::location, .query_dim = 4, .max_length = 3});
-  expect_error([&] { loc.forward(s, h); }, "ScoreAttention: location scores cover 3 positions, got a sequence of 5");
-  expect_error([&] { att.score(s, h, Tensor::ones({2})); },
-               "ScoreAttention: a per-example beta needs cosine scores, got general");
+  EXPECT_EQ(error_of([&] { loc.forward(s, h); }),
+            "ScoreAttention: location scores cover 3 positions, got a sequence of 5");
+  EXPECT_EQ(error_of([&] { att.score(s, h, Tensor::ones({2})); }),
+            "ScoreAttention: a per-example beta needs cosine scores, got general");
 }
 
 // ---------------------------------------------------------------- local attention
@@ -332,30 +318,19 @@ TEST(LocalAttention, ParametersAndMessages) {
                          .score = {.kind = nn::ScoreKind::general, .query_dim = 4},
                          .window = 2,
                          .predict_dim = 5});
-  std::vector<std::string> names;
-  for (auto& [k, p] : lp.named_parameters()) names.push_back(k + shape_str(p.shape()));
-  EXPECT_EQ(names, (std::vector<std::string>{"score.W_a.weight[4, 4]", "W_p.weight[5, 4]", "v_p.weight[1, 5]"}));
+  EXPECT_EQ(param_listing(lp),
+            (std::vector<std::string>{"score.W_a.weight[4, 4]", "W_p.weight[5, 4]", "v_p.weight[1, 5]"}));
   nn::LocalAttention lm({.mode = nn::LocalMode::monotonic, .score = {.kind = nn::ScoreKind::dot, .query_dim = 4},
                          .window = 2});
   EXPECT_EQ(lm.named_parameters().size(), 0u);
-  try {
-    lm.forward(Tensor::zeros({2, 4}), Tensor::zeros({2, 5, 4}));
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "LocalAttention: local-m needs the aligned position t >= 0, got -1");
-  }
-  try {
-    nn::LocalAttention({.mode = nn::LocalMode::predictive, .score = {.query_dim = 4}, .window = 0});
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "LocalAttention: local-p needs a window D >= 1 (sigma = D / 2), got 0");
-  }
-  try {
-    lm.forward(Tensor::zeros({2, 4}), Tensor::zeros({2, 5, 3}), 1);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "LocalAttention: expected h of shape (2, S, 4), got [2, 5, 3]");
-  }
+  EXPECT_EQ(error_of([&] { lm.forward(Tensor::zeros({2, 4}), Tensor::zeros({2, 5, 4})); }),
+            "LocalAttention: local-m needs the aligned position t >= 0, got -1");
+  EXPECT_EQ(error_of([] {
+              nn::LocalAttention({.mode = nn::LocalMode::predictive, .score = {.query_dim = 4}, .window = 0});
+            }),
+            "LocalAttention: local-p needs a window D >= 1 (sigma = D / 2), got 0");
+  EXPECT_EQ(error_of([&] { lm.forward(Tensor::zeros({2, 4}), Tensor::zeros({2, 5, 3}), 1); }),
+            "LocalAttention: expected h of shape (2, S, 4), got [2, 5, 3]");
   // A window entirely past the end: zero weights and context, not NaN.
   auto r = lm.forward(Tensor::ones({2, 4}), Tensor::ones({2, 5, 4}), 9);
   EXPECT_TENSOR_NEAR(r.weights, Tensor::zeros({2, 5}), 0, 0);
@@ -435,10 +410,6 @@ TEST(HardAttention, StraightThroughPassesTheGradient) {
   Tensor gy = Tensor::from_vector<double>({1.5, -2, 3}, {3});
   sum(y * gy).backward();
   EXPECT_TENSOR_NEAR(soft.grad(), gy, 0, 0);
-  try {
-    nn::straight_through(hard, Tensor::zeros({4}, DType::f64));
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "straight_through: expected hard and soft of one shape and dtype, got [3] and [4]");
-  }
+  EXPECT_EQ(error_of([&] { nn::straight_through(hard, Tensor::zeros({4}, DType::f64)); }),
+            "straight_through: expected hard and soft of one shape and dtype, got [3] and [4]");
 }

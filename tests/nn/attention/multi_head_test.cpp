@@ -16,9 +16,14 @@
 #include "attn/nn/init.h"
 #include "attn/ops/attention.h"
 #include "attn/ops/indexing.h"
+#include "errors.h"
+#include "isa.h"
+#include "params.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::param_listing;
+using test::error_of;
 using test::torch_ref;
 
 namespace {
@@ -164,9 +169,7 @@ TEST(MultiheadAttention, FusedAndNaivePathsAgree) {
   // ISA path this CPU has.
   Generator g(52);
   const int64_t E = 32, NH = 4, B = 2, L = 37, S = 53;
-  const Isa saved = active_isa();
-  for (int isa = 0; isa <= int(detected_isa()); ++isa) {
-    set_isa(Isa(isa));
+  test::for_each_isa([&](Isa isa) {
     for (bool masked : {false, true}) {
       nn::MultiheadAttention fused({.embed_dim = E, .num_heads = NH, .batch_first = true, .impl = SdpaImpl::fused},
                                    g);
@@ -181,15 +184,14 @@ TEST(MultiheadAttention, FusedAndNaivePathsAgree) {
       auto r2 = naive.forward(q2, kv, kv, kpm, false);
       sum(r1.out * gout).backward();
       sum(r2.out * gout).backward();
-      const std::string ctx = "masked=" + std::to_string(masked) + " isa=" + isa_name(Isa(isa));
+      const std::string ctx = "masked=" + std::to_string(masked) + " isa=" + isa_name(isa);
       // Both paths run their projections through oneDNN, whose AVX-512 kernels sum in another order
       // than its AVX2 ones: q's gradient (three GEMMs deep) differs by up to 2.1e-5 there (Zen 4).
       EXPECT_TENSOR_NEAR(r1.out, r2.out, 1e-5, 1e-5) << ctx;
       EXPECT_TENSOR_NEAR(q1.grad(), q2.grad(), 1e-4, 1e-4) << ctx;
       EXPECT_TENSOR_NEAR(fused.in_proj_weight.grad(), naive.in_proj_weight.grad(), 1e-4, 1e-4) << ctx;
     }
-  }
-  set_isa(saved);
+  });
 }
 
 TEST(MultiheadAttention, AllMaskedRowsGiveZerosNotNaN) {
@@ -210,19 +212,15 @@ TEST(MultiheadAttention, AllMaskedRowsGiveZerosNotNaN) {
 }
 
 TEST(MultiheadAttention, ParametersAndInitAsTorch) {
-  auto listing = [](const nn::Module& m) {
-    std::vector<std::string> out;
-    for (auto& [k, p] : m.named_parameters()) out.push_back(k + shape_str(p.shape()));
-    return out;
-  };
   using V = std::vector<std::string>;
   Generator g(54);
   nn::MultiheadAttention packed({.embed_dim = 64, .num_heads = 4}, g);
-  EXPECT_EQ(listing(packed),
+  EXPECT_EQ(param_listing(packed),
             (V{"in_proj_weight[192, 64]", "in_proj_bias[192]", "out_proj.weight[64, 64]", "out_proj.bias[64]"}));
-  EXPECT_EQ(listing(nn::MultiheadAttention({.embed_dim = 8, .num_heads = 2, .bias = false, .kdim = 5, .vdim = 3})),
+  EXPECT_EQ(param_listing(
+                nn::MultiheadAttention({.embed_dim = 8, .num_heads = 2, .bias = false, .kdim = 5, .vdim = 3})),
             (V{"q_proj_weight[8, 8]", "k_proj_weight[8, 5]", "v_proj_weight[8, 3]", "out_proj.weight[8, 8]"}));
-  EXPECT_EQ(listing(nn::MultiheadAttention({.embed_dim = 8, .num_heads = 2, .share_qk = true})),
+  EXPECT_EQ(param_listing(nn::MultiheadAttention({.embed_dim = 8, .num_heads = 2, .share_qk = true})),
             (V{"qk_proj_weight[8, 8]", "v_proj_weight[8, 8]", "in_proj_bias[16]", "out_proj.weight[8, 8]",
                "out_proj.bias[8]"}));
   // torch's _reset_parameters: xavier_uniform on in_proj_weight, zero biases.
@@ -263,46 +261,38 @@ TEST(MultiheadAttention, ShareQkGivesSymmetricLogits) {
 }
 
 TEST(MultiheadAttention, BadInputMessages) {
-  auto expect_error = [](const std::function<void()>& f, const std::string& msg) {
-    try {
-      f();
-      ADD_FAILURE() << "no error; expected: " << msg;
-    } catch (const Error& e) {
-      EXPECT_EQ(std::string(e.what()), msg);
-    }
-  };
   nn::MultiheadAttention mha({.embed_dim = 8, .num_heads = 2, .batch_first = true});
   Tensor q = Tensor::zeros({2, 4, 8}), kv = Tensor::zeros({2, 6, 8});
-  expect_error([&] { mha.forward(Tensor::zeros({2, 4, 6}), kv, kv); },
-               "MultiheadAttention: expected query of embed dim 8, got shape [2, 4, 6]");
-  expect_error([&] { mha.forward(q, Tensor::zeros({2, 6, 5}), kv); },
-               "MultiheadAttention: expected key of feature dim 8, got shape [2, 6, 5]");
-  expect_error([&] { mha.forward(q, Tensor::zeros({6, 8}), kv); },
-               "MultiheadAttention: expected 3-D key and value for a 3-D query, got shapes [6, 8] and [2, 6, 8]");
-  expect_error([&] { mha.forward(q, kv, Tensor::zeros({2, 5, 8})); },
-               "MultiheadAttention: expected key and value with one sequence length, got shapes [2, 6, 8] and "
-               "[2, 5, 8]");
-  expect_error([&] { mha.forward(q, Tensor::zeros({3, 6, 8}), Tensor::zeros({3, 6, 8})); },
-               "MultiheadAttention: expected query, key and value with one batch size, got shapes [2, 4, 8], "
-               "[3, 6, 8] and [3, 6, 8]");
-  expect_error([&] { mha.forward(q, kv, kv, Tensor::zeros({2, 5}, DType::u8)); },
-               "MultiheadAttention: expected key_padding_mask of shape [2, 6], got [2, 5]");
-  expect_error([&] { mha.forward(q, kv, kv, Tensor::zeros({2, 6}, DType::i64)); },
-               "MultiheadAttention: expected key_padding_mask of dtype u8 (bool) or f32 (additive), got i64");
-  expect_error([&] { mha.forward(q, kv, kv, Tensor(), true, Tensor::zeros({4, 5}, DType::u8)); },
-               "MultiheadAttention: expected a 2-D attn_mask of shape [4, 6], got [4, 5]");
-  expect_error([&] { mha.forward(q, kv, kv, Tensor(), true, Tensor::zeros({2, 4, 6}, DType::u8)); },
-               "MultiheadAttention: expected a 3-D attn_mask of shape [4, 4, 6] (B·NH, L, S), got [2, 4, 6]");
-  expect_error([&] { mha.forward(q, kv, kv, Tensor(), true, Tensor::zeros({1, 1, 4, 6}, DType::u8)); },
-               "MultiheadAttention: expected a 2-D or 3-D attn_mask, got shape [1, 1, 4, 6]");
-  expect_error([&] { mha.forward(q, kv, kv, Tensor(), true, Tensor::zeros({4, 6}, DType::f64)); },
-               "MultiheadAttention: expected attn_mask of dtype u8 (bool) or f32 (additive), got f64");
-  expect_error([&] { mha.forward(q.to(DType::f64), kv, kv); },
-               "MultiheadAttention: expected query, key and value of dtype f32, got f64, f32, f32");
-  expect_error([&] { nn::MultiheadAttention({.embed_dim = 10, .num_heads = 4}); },
-               "MultiheadAttention: embed_dim 10 is not divisible by num_heads 4");
-  expect_error([&] { nn::MultiheadAttention({.embed_dim = 8, .num_heads = 2, .kdim = 4, .share_qk = true}); },
-               "MultiheadAttention: share_qk needs kdim == embed_dim, got kdim 4 and embed_dim 8");
+  EXPECT_EQ(error_of([&] { mha.forward(Tensor::zeros({2, 4, 6}), kv, kv); }),
+            "MultiheadAttention: expected query of embed dim 8, got shape [2, 4, 6]");
+  EXPECT_EQ(error_of([&] { mha.forward(q, Tensor::zeros({2, 6, 5}), kv); }),
+            "MultiheadAttention: expected key of feature dim 8, got shape [2, 6, 5]");
+  EXPECT_EQ(error_of([&] { mha.forward(q, Tensor::zeros({6, 8}), kv); }),
+            "MultiheadAttention: expected 3-D key and value for a 3-D query, got shapes [6, 8] and [2, 6, 8]");
+  EXPECT_EQ(error_of([&] { mha.forward(q, kv, Tensor::zeros({2, 5, 8})); }),
+            "MultiheadAttention: expected key and value with one sequence length, got shapes [2, 6, 8] and "
+            "[2, 5, 8]");
+  EXPECT_EQ(error_of([&] { mha.forward(q, Tensor::zeros({3, 6, 8}), Tensor::zeros({3, 6, 8})); }),
+            "MultiheadAttention: expected query, key and value with one batch size, got shapes [2, 4, 8], "
+            "[3, 6, 8] and [3, 6, 8]");
+  EXPECT_EQ(error_of([&] { mha.forward(q, kv, kv, Tensor::zeros({2, 5}, DType::u8)); }),
+            "MultiheadAttention: expected key_padding_mask of shape [2, 6], got [2, 5]");
+  EXPECT_EQ(error_of([&] { mha.forward(q, kv, kv, Tensor::zeros({2, 6}, DType::i64)); }),
+            "MultiheadAttention: expected key_padding_mask of dtype u8 (bool) or f32 (additive), got i64");
+  EXPECT_EQ(error_of([&] { mha.forward(q, kv, kv, Tensor(), true, Tensor::zeros({4, 5}, DType::u8)); }),
+            "MultiheadAttention: expected a 2-D attn_mask of shape [4, 6], got [4, 5]");
+  EXPECT_EQ(error_of([&] { mha.forward(q, kv, kv, Tensor(), true, Tensor::zeros({2, 4, 6}, DType::u8)); }),
+            "MultiheadAttention: expected a 3-D attn_mask of shape [4, 4, 6] (B·NH, L, S), got [2, 4, 6]");
+  EXPECT_EQ(error_of([&] { mha.forward(q, kv, kv, Tensor(), true, Tensor::zeros({1, 1, 4, 6}, DType::u8)); }),
+            "MultiheadAttention: expected a 2-D or 3-D attn_mask, got shape [1, 1, 4, 6]");
+  EXPECT_EQ(error_of([&] { mha.forward(q, kv, kv, Tensor(), true, Tensor::zeros({4, 6}, DType::f64)); }),
+            "MultiheadAttention: expected attn_mask of dtype u8 (bool) or f32 (additive), got f64");
+  EXPECT_EQ(error_of([&] { mha.forward(q.to(DType::f64), kv, kv); }),
+            "MultiheadAttention: expected query, key and value of dtype f32, got f64, f32, f32");
+  EXPECT_EQ(error_of([&] { nn::MultiheadAttention({.embed_dim = 10, .num_heads = 4}); }),
+            "MultiheadAttention: embed_dim 10 is not divisible by num_heads 4");
+  EXPECT_EQ(error_of([&] { nn::MultiheadAttention({.embed_dim = 8, .num_heads = 2, .kdim = 4, .share_qk = true}); }),
+            "MultiheadAttention: share_qk needs kdim == embed_dim, got kdim 4 and embed_dim 8");
 }
 
 // ---------------------------------------------------------------- SelfAttention (timm)
@@ -360,9 +350,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(SelfAttention, NamesAsTimm) {
   nn::SelfAttention att({.dim = 12, .num_heads = 3, .qkv_bias = true});
-  std::vector<std::string> names;
-  for (auto& [k, p] : att.named_parameters()) names.push_back(k + shape_str(p.shape()));
-  EXPECT_EQ(names, (std::vector<std::string>{"qkv.weight[36, 12]", "qkv.bias[36]", "proj.weight[12, 12]",
+  EXPECT_EQ(param_listing(att), (std::vector<std::string>{"qkv.weight[36, 12]", "qkv.bias[36]", "proj.weight[12, 12]",
                                              "proj.bias[12]"}));
   nn::SelfAttention nob({.dim = 12, .num_heads = 3});
   EXPECT_EQ(nob.named_parameters().size(), 3u);
@@ -401,19 +389,12 @@ TEST(SelfAttention, DropoutAndCausal) {
 
 TEST(SelfAttention, BadInputMessages) {
   nn::SelfAttention att({.dim = 8, .num_heads = 2});
-  auto expect_error = [](const std::function<void()>& f, const std::string& msg) {
-    try {
-      f();
-      ADD_FAILURE() << "no error; expected: " << msg;
-    } catch (const Error& e) {
-      EXPECT_EQ(std::string(e.what()), msg);
-    }
-  };
-  expect_error([&] { att.forward(Tensor::zeros({2, 5, 6})); }, "SelfAttention: expected x of shape (B, T, 8), got [2, 5, 6]");
-  expect_error([&] { att.forward(Tensor::zeros({2, 5, 8}), Tensor::zeros({3, 5}, DType::u8)); },
-               "SelfAttention: expected a mask broadcastable to [2, 2, 5, 5] (B, NH, T, T), got [3, 5]");
-  expect_error([&] { att.forward(Tensor::zeros({2, 5, 8}), Tensor::zeros({5, 5}, DType::i32)); },
-               "SelfAttention: expected a u8 (bool) or f32 (additive) mask, got i32");
-  expect_error([&] { nn::SelfAttention({.dim = 10, .num_heads = 3}); },
-               "SelfAttention: dim 10 is not divisible by num_heads 3");
+  EXPECT_EQ(error_of([&] { att.forward(Tensor::zeros({2, 5, 6})); }),
+            "SelfAttention: expected x of shape (B, T, 8), got [2, 5, 6]");
+  EXPECT_EQ(error_of([&] { att.forward(Tensor::zeros({2, 5, 8}), Tensor::zeros({3, 5}, DType::u8)); }),
+            "SelfAttention: expected a mask broadcastable to [2, 2, 5, 5] (B, NH, T, T), got [3, 5]");
+  EXPECT_EQ(error_of([&] { att.forward(Tensor::zeros({2, 5, 8}), Tensor::zeros({5, 5}, DType::i32)); }),
+            "SelfAttention: expected a u8 (bool) or f32 (additive) mask, got i32");
+  EXPECT_EQ(error_of([&] { nn::SelfAttention({.dim = 10, .num_heads = 3}); }),
+            "SelfAttention: dim 10 is not divisible by num_heads 3");
 }

@@ -12,9 +12,11 @@
 #include "attn/nn/attention/relative_bias.h"
 #include "attn/nn/init.h"
 #include "attn/ops/attention.h"
+#include "errors.h"
 #include "torch_ref.h"
 
 using namespace attn;
+using test::error_of;
 using test::torch_ref;
 
 TEST(RelativeBias, SwinIndexAsSwin) {
@@ -62,12 +64,7 @@ TEST(RelativeBias, Bias1dForwardBackward) {
     EXPECT_TENSOR_NEAR(b, ref.at("bias"), 0, 0) << "T=" << T;
     EXPECT_TENSOR_NEAR(rb.relative_position_bias_table.grad(), ref.at("dtable"), 1e-5, 1e-5) << "T=" << T;
   }
-  try {
-    rb.forward(10);
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "RelativePositionBias1D: expected a length in [1, 9], got 10");
-  }
+  EXPECT_EQ(error_of([&] { rb.forward(10); }), "RelativePositionBias1D: expected a length in [1, 9], got 10");
 }
 
 TEST(RelativeBias, ViTRelativeEmbeddingForwardBackward) {
@@ -92,12 +89,8 @@ TEST(RelativeBias, ViTRelativeEmbeddingForwardBackward) {
   nn::RelativePositionEmbedding1D re({.max_len = 4, .head_dim = 3, .dtype = DType::f64}, g);
   EXPECT_TRUE(test::gradcheck([&](const std::vector<Tensor>& in) { return re.forward(in[0]); },
                               {randn({1, 2, 4, 3}, g, DType::f64)}));
-  try {
-    re.forward(Tensor::zeros({1, 2, 4, 5}, DType::f64));
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "RelativePositionEmbedding1D: expected q of shape (B, NH, T, 3), got [1, 2, 4, 5]");
-  }
+  EXPECT_EQ(error_of([&] { re.forward(Tensor::zeros({1, 2, 4, 5}, DType::f64)); }),
+            "RelativePositionEmbedding1D: expected q of shape (B, NH, T, 3), got [1, 2, 4, 5]");
 }
 
 TEST(RelativeBias, AsAnAdditiveMaskInSelfAttention) {
