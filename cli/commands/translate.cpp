@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "attn/attn.h"
-#include "attn/train/heatmap.h"
+#include "attn/viz/heatmap.h"
 #include "attn/train/seq2seq.h"
 #include "../commands.h"
 

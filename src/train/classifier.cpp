@@ -17,6 +17,7 @@
 #include "attn/data/image_folder_splits.h"
 #include "attn/data/loader.h"
 #include "attn/io/checkpoint.h"
+#include "attn/train/checkpoint.h"
 #include "attn/models/vit.h"
 #include "attn/nn/init.h"
 #include "attn/nn/linear.h"
@@ -27,7 +28,7 @@
 #include "attn/optim/schedule.h"
 #include "attn/train/distill.h"
 #include "attn/train/ema.h"
-#include "attn/train/plot.h"
+#include "attn/viz/plot.h"
 #include "attn/train/progress.h"
 
 namespace attn::train {
@@ -288,7 +289,7 @@ std::shared_ptr<models::ImageClassifier> load_classifier(const std::string& chec
     if (!e.name.starts_with(optim_prefix)) shapes.emplace_back(e.name, e.shape);
   const std::string why = model->shape_mismatch(shapes, /*strict=*/true, /*max_listed=*/5);
   if (!why.empty()) fail("load_checkpoint: '", checkpoint, "' is for another model: ", why);
-  model->load_safetensors_streamed(*file, /*strict=*/true, optim_prefix);   // checked above: cannot fail now
+  model->load_state_dict(*file, {.strict = true, .skip_prefix = optim_prefix});   // checked above: cannot fail now
   model->eval();
   return model;
 }
@@ -424,7 +425,7 @@ TrainResult train_classifier(const TrainConfig& cfg_in) {
   int64_t step = 0;
   nlohmann::json history = nlohmann::json::array();
   if (cfg.resume) {
-    io::load_checkpoint(res.checkpoint, *model, &opt);
+    load_checkpoint(res.checkpoint, *model, &opt);
     step = train_state.at("step").get<int64_t>();
     default_generator().set_state(train_state.at("rng_seed").get<uint64_t>(), train_state.at("rng_offset").get<uint64_t>());
     history = train_state.value("history", nlohmann::json::array());
@@ -434,7 +435,7 @@ TrainResult train_classifier(const TrainConfig& cfg_in) {
   const std::string ema_path = cfg.out + "/checkpoint_ema.safetensors";
   if (cfg.ema_decay > 0) {
     ema = std::make_unique<ModelEma>(ModelEma::of(*model, cfg.ema_decay));
-    if (cfg.resume && step > 0) io::load_checkpoint(ema_path, ema->module(), nullptr);
+    if (cfg.resume && step > 0) load_checkpoint(ema_path, ema->module(), nullptr);
   }
   loader.seek_global(step);
   // The log is rewritten from the checkpoint's history, so records after it (a killed run) go.
@@ -472,9 +473,9 @@ TrainResult train_classifier(const TrainConfig& cfg_in) {
     if (deit || teacher) ts["distill"] = distill_json;
     if (!run_data.classes.empty()) ts["class_names"] = run_data.classes;
     // The EMA first: a checkpoint never points at an EMA file older than itself.
-    if (ema) io::save_checkpoint(ema_path, ema->module(), nullptr, {{"config", model_cfg}, {"ema_decay", cfg.ema_decay},
-                                                                    {"step", at_step}});
-    io::save_checkpoint(res.checkpoint, *model, &opt, {{"config", model_cfg}, {"train_state", ts}});
+    if (ema) save_checkpoint(ema_path, ema->module(), nullptr, {{"config", model_cfg}, {"ema_decay", cfg.ema_decay},
+                                                             {"step", at_step}});
+    save_checkpoint(res.checkpoint, *model, &opt, {{"config", model_cfg}, {"train_state", ts}});
   };
   auto write_plot = [&] {
     Series tl{"train loss", {}, {}}, vl{"val loss", {}, {}}, va{"val accuracy", {}, {}, true};

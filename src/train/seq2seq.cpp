@@ -15,13 +15,14 @@
 #include "attn/core/rng.h"
 #include "attn/data/seq_batch.h"
 #include "attn/io/checkpoint.h"
+#include "attn/train/checkpoint.h"
 #include "attn/io/safetensors.h"
 #include "attn/nn/init.h"
 #include "attn/ops/loss.h"
 #include "attn/optim/adam.h"
 #include "attn/optim/clip.h"
 #include "attn/optim/schedule.h"
-#include "attn/train/plot.h"
+#include "attn/viz/plot.h"
 #include "attn/train/progress.h"
 
 namespace attn::train {
@@ -272,7 +273,7 @@ Seq2SeqResult train_seq2seq(const Seq2SeqConfig& cfg_in) {
   int64_t prior_tokens = 0;
   nlohmann::json history = nlohmann::json::array();
   if (cfg.resume) {
-    io::load_checkpoint(res.checkpoint, *model, &opt);
+    load_checkpoint(res.checkpoint, *model, &opt);
     step = train_state.at("step").get<int64_t>();
     default_generator().set_state(train_state.at("rng_seed").get<uint64_t>(), train_state.at("rng_offset").get<uint64_t>());
     batcher.seek({train_state.at("epoch").get<int64_t>(), train_state.at("batch").get<int64_t>()});
@@ -299,9 +300,9 @@ Seq2SeqResult train_seq2seq(const Seq2SeqConfig& cfg_in) {
     nlohmann::json ts = {{"step", at_step}, {"epoch", p.epoch}, {"batch", p.index},
                          {"rng_seed", default_generator().seed()}, {"rng_offset", default_generator().offset()},
                          {"history", history}, {"seconds", elapsed()}, {"tokens", prior_tokens + tokens}};
-    io::save_checkpoint(res.checkpoint, *model, &opt,
-                        {{"kind", kKind}, {"config", model_cfg}, {"train_state", ts}, {"data", data_json},
-                         {"tokenizer", tok_b64}});
+    save_checkpoint(res.checkpoint, *model, &opt,
+                    {{"kind", kKind}, {"config", model_cfg}, {"train_state", ts}, {"data", data_json},
+                     {"tokenizer", tok_b64}});
   };
   auto write_plot = [&] {
     Series tl{"train loss", {}, {}}, vl{"dev loss", {}, {}}, vb{"dev BLEU / 100", {}, {}, true};
@@ -547,7 +548,7 @@ Translator load_translator(const std::string& checkpoint) {
     nn::init::SkipRandomInit skip;   // the strict load below overwrites every parameter
     model = models::create_seq2seq(cfg.at("model").get<std::string>(), cfg);
   }
-  io::load_checkpoint(checkpoint, *model, nullptr);
+  load_checkpoint(checkpoint, *model, nullptr);
   model->eval();
   return Translator(std::move(model), std::move(tok), std::move(meta));
 }

@@ -153,7 +153,7 @@ TEST(Module, StrictLoadListsEveryProblemInOneError) {
   }
   // Not strict: missing/unexpected are skipped, mis-shaped still fails, with the same wording.
   try {
-    m.load_state_dict(bad, /*strict=*/false);
+    m.load_state_dict(bad, {.strict = false});
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(),
@@ -170,7 +170,7 @@ TEST(Module, StrictLoadListsEveryProblemInOneError) {
   EXPECT_TENSOR_NEAR(m.cls_token, before, 0, 0);
   // Non-strict load with only missing/unexpected keys copies what matches.
   io::TensorList partial = {{"cls_token", Tensor::full({1, 1, 4}, 2.0)}, {"extra", Tensor::zeros({1})}};
-  m.load_state_dict(partial, false);
+  m.load_state_dict(partial, {.strict = false});
   EXPECT_TENSOR_NEAR(m.cls_token, Tensor::full({1, 1, 4}, 2.0), 0, 0);
 }
 
@@ -486,7 +486,7 @@ TEST(Init, SkipRandomInitZeroFillsAndLeavesTheGeneratorAlone) {
     b = std::make_unique<nn::Linear>(6, 4);
   }
   EXPECT_EQ(max(abs(b->weight)).item(), 0.0);
-  b->load_state_dict(io::load_safetensors(path).tensors, true);
+  b->load_state_dict(io::load_safetensors(path).tensors, {.strict = true});
   EXPECT_TENSOR_NEAR(b->weight, a.weight, 0, 0);
   EXPECT_TENSOR_NEAR(b->bias, a.bias, 0, 0);
   std::remove(path.c_str());

@@ -12,6 +12,7 @@
 #include "attn/io/checkpoint.h"
 #include "attn/models/vit.h"
 #include "attn/ops/softmax.h"
+#include "attn/train/checkpoint.h"
 #include "attn/train/classifier.h"
 #include "attn/train/distill.h"
 #include "torch_ref.h"
@@ -39,7 +40,7 @@ std::string save_teacher(const std::string& dir, const std::string& model, const
   manual_seed(99);
   auto m = models::create_model(model, overrides);
   const std::string path = dir + "/teacher.safetensors";
-  io::save_checkpoint(path, *m, nullptr, {{"config", m->config()}});
+  train::save_checkpoint(path, *m, nullptr, {{"config", m->config()}});
   return path;
 }
 

@@ -13,8 +13,8 @@
 #include "attn/data/image.h"
 #include "attn/data/image_folder_splits.h"
 #include "attn/io/checkpoint.h"
+#include "attn/models/pretrained.h"
 #include "attn/train/classifier.h"
-#include "attn/train/explain.h"
 #include "torch_ref.h"
 #include "train_checks.h"
 
@@ -169,7 +169,7 @@ TEST(FolderTraining, LearnsAThreeClassFolderAndKeepsItsClassNames) {
   const auto meta = io::read_checkpoint_metadata(r.checkpoint);
   EXPECT_EQ(meta.at("config").at("num_classes"), 3);
   EXPECT_EQ(meta.at("train_state").at("class_names").get<std::vector<std::string>>(), kClasses);
-  const train::CheckpointInputs in = train::checkpoint_inputs(r.checkpoint);
+  const models::CheckpointInputs in = models::checkpoint_inputs(r.checkpoint);
   EXPECT_EQ(in.class_names, kClasses);
   EXPECT_EQ(in.data, d);
   // Evaluating the checkpoint on the folder's test split gives the trainer's figure.

@@ -10,8 +10,8 @@
 #include <filesystem>
 
 #include "attn/attn.h"
-#include "attn/io/checkpoint.h"
 #include "attn/io/safetensors.h"
+#include "attn/train/checkpoint.h"
 #include "attn/train/classifier.h"
 #include "train_checks.h"
 #include "attn/train/seq2seq.h"
@@ -138,7 +138,7 @@ TEST(Seq2SeqTrain, AnImageCheckpointIsRefusedClearly) {
   const std::string dir = tmp_dir("image");
   auto m = models::create_model("mlp");
   const std::string path = dir + "/mlp.safetensors";
-  io::save_checkpoint(path, *m, nullptr, {{"config", m->config()}});
+  train::save_checkpoint(path, *m, nullptr, {{"config", m->config()}});
   EXPECT_FALSE(train::is_translation_checkpoint(path));
   const std::string e = error_of([&] { train::load_translator(path); });
   EXPECT_NE(e.find("holds the image model 'mlp', not a translation model"), std::string::npos) << e;
