@@ -27,15 +27,15 @@ set(ATTN_PCH_HEADERS
 
 # Each of these defines a file-local helper (anonymous namespace or static) with the same name and
 # signature, in the same namespace, as another library file, which would be a redefinition in a
-# shared batch: gemm_onednn (Prim, g_mu, g_cache ~ conv_onednn), name_maps/{hf,timm,torchvision}
-# (starts_with, contains ~ detect), ops/{norm,softmax} (row_grain ~ fused), ops/{combine,indexing}
+# shared batch: gemm_onednn (Prim, g_mu, g_cache ~ conv_onednn), models/pretrained/vit_{hf,timm,
+# torchvision} (contains ~ vit_foreign), ops/{norm,softmax} (row_grain ~ fused), ops/{combine,indexing}
 # (wrap_dim, prod ~ core/tensor), ops/pool (pair_shape ~ ops/conv), data/text_pairs (lower ~
 # sword). Found by scanning every file's top-level names (same
 # name in different namespaces, or different parameter lists, is harmless). Renaming the helpers
 # or moving them to a shared header would let these files join the batches.
 set(ATTN_UNITY_SKIP
-  src/backend/cpu/gemm_onednn.cpp src/io/name_maps/hf.cpp src/io/name_maps/timm.cpp
-  src/io/name_maps/torchvision.cpp src/ops/norm.cpp src/ops/softmax.cpp src/ops/combine.cpp
+  src/backend/cpu/gemm_onednn.cpp src/models/pretrained/vit_hf.cpp src/models/pretrained/vit_timm.cpp
+  src/models/pretrained/vit_torchvision.cpp src/ops/norm.cpp src/ops/softmax.cpp src/ops/combine.cpp
   src/ops/indexing.cpp src/ops/pool.cpp src/data/text_pairs.cpp)
 
 # Sources that must be compiled on their own (no PCH/unity): own ISA flags or ATTN_KERNEL_TU.

@@ -1,5 +1,6 @@
-// Classifies one image with a Vision Transformer through the installed library: load the weights,
-// preprocess the image as the weights' source does, print the top-5 classes.
+// Classifies one image with a Vision Transformer through the installed library: load the weights with
+// their source's preprocessing and class names (models::load_pretrained), print the top-5 classes
+// (infer::classify_files).
 //
 //   classify CKPT.safetensors IMAGE                     # an attn checkpoint (from `attn train` / `attn convert`)
 //   classify W.safetensors IMAGE --model NAME [--format timm|hf|torchvision]
@@ -10,27 +11,22 @@
 //   cmake --install build --prefix /tmp/attn-install
 //   cmake -S examples -B build/examples -DCMAKE_PREFIX_PATH=/tmp/attn-install && cmake --build build/examples
 //   ./build/examples/classify CKPT IMAGE
-// Without arguments it builds a small random-weight ViT, writes a random image and classifies that
-// (a smoke run: the classes mean nothing).
-#include <algorithm>
-#include <cmath>
+// Without arguments it saves a small random-weight ViT as an attn checkpoint, writes a random image and
+// classifies that (a smoke run: the classes mean nothing).
 #include <cstdio>
-#include <numeric>
 #include <string>
 #include <vector>
 
 #include "attn/attn.h"
 #include "attn/data/image.h"
-#include "attn/data/preprocess.h"
-#include "attn/io/checkpoint.h"
-#include "attn/io/name_maps.h"
-#include "attn/train/tasks/image_classification.h"
-#include "attn/train/explain.h"
+#include "attn/infer/classify.h"
+#include "attn/models/pretrained.h"
+#include "attn/train/checkpoint.h"
 
 int main(int argc, char** argv) {
   using namespace attn;
   try {
-    std::string weights, image, model_name, format = "auto";
+    std::string model_name, format = "auto";
     std::vector<std::string> pos;
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
@@ -38,73 +34,33 @@ int main(int argc, char** argv) {
       else if (a == "--format" && i + 1 < argc) format = argv[++i];
       else pos.push_back(a);
     }
-    std::shared_ptr<models::ImageClassifier> model;
-    data::Preprocess pre;
     if (pos.empty()) {
-      // Smoke run: a tiny random ViT and a random 64x48 image.
-      model = models::create_model("vit", {{"image_size", 32}, {"patch_size", 8}, {"in_channels", 3},
-                                           {"num_classes", 1000}, {"dim", 64}, {"depth", 2}, {"heads", 4}});
-      pre = data::preset_for("vit", data::WeightSource::timm, 32);
+      // Smoke run: a tiny random ViT saved as a checkpoint, and a random 64x48 image.
+      auto m = models::create_model("vit", {{"image_size", 32}, {"patch_size", 8}, {"in_channels", 3},
+                                            {"num_classes", 1000}, {"dim", 64}, {"depth", 2}, {"heads", 4}});
+      pos.push_back("/tmp/attn_classify_example.safetensors");
+      train::save_checkpoint(pos[0], *m, nullptr, {{"config", m->config()}});
       Generator g(0);
       Tensor px = Tensor::empty({48, 64, 3}, DType::u8);
       for (int64_t i = 0; i < px.numel(); ++i) px.data<uint8_t>()[i] = uint8_t(g.uniform() * 255.0);
-      image = "/tmp/attn_classify_example.png";
-      data::write_png(image, px);
-    } else if (pos.size() == 2) {
-      weights = pos[0];
-      image = pos[1];
-      if (model_name.empty()) {
-        // An attn checkpoint rebuilds its own model; its image size and normalisation are in its metadata.
-        model = train::load_classifier(weights);
-        const train::CheckpointInputs in = train::checkpoint_inputs(weights);
-        const nlohmann::json meta = io::read_checkpoint_metadata(weights);
-        if (meta.contains("source_format")) {
-          // Made by `attn convert` from foreign weights: their source's eval transform.
-          pre = data::preset_for(meta["config"].value("model", std::string()),
-                                 data::parse_weight_source(meta["source_format"].get<std::string>()), in.image_size);
-        } else {
-          // Trained by attn: resized to the model's size and normalised as in training.
-          pre.resize_size = pre.crop_size = in.image_size;
-          pre.squash = true;
-          pre.mean = in.mean;
-          pre.std = in.std;
-        }
-        pre.channels = in.channels;
-      } else {
-        io::ForeignVitOptions o;
-        o.model = model_name;
-        io::TensorList sd = io::with_aliases(io::load_safetensors(weights));
-        const io::WeightFormat f = format == "auto" ? io::detect_weight_format(sd) : io::parse_weight_format(format);
-        o.format = f;
-        auto vit = io::load_foreign_vit(sd, o).model;
-        pre = data::preset_for(model_name, data::parse_weight_source(io::weight_format_name(f)), vit->cfg().image_size);
-        model = vit;
-      }
-    } else {
+      pos.push_back("/tmp/attn_classify_example.png");
+      data::write_png(pos[1], px);
+    }
+    if (pos.size() != 2) {
       std::fprintf(stderr, "usage: classify [CKPT IMAGE | WEIGHTS IMAGE --model NAME [--format F]]\n");
       return 2;
     }
-    model->eval();
-    const Tensor x = data::preprocess_file(image, pre).unsqueeze(0);   // (1, C, S, S)
-    std::vector<double> logits;
-    {
-      NoGradGuard no_grad;
-      logits = model->forward(x).to_vector<double>();
-    }
-    const double mx = *std::max_element(logits.begin(), logits.end());
-    double z = 0;
-    for (double& l : logits) z += l = std::exp(l - mx);
-    std::vector<size_t> order(logits.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::partial_sort(order.begin(), order.begin() + std::min<size_t>(5, order.size()), order.end(),
-                      [&](size_t a, size_t b) { return logits[a] > logits[b]; });
-    const auto& names = data::imagenet_class_names();
-    std::printf("%s (%s)\n", image.c_str(), pre.describe().c_str());
-    for (size_t i = 0; i < std::min<size_t>(5, order.size()); ++i) {
-      const size_t c = order[i];
-      const std::string name = logits.size() == names.size() ? names[c] : "class " + std::to_string(c);
-      std::printf("  %zu. %-28s %6.2f%%\n", i + 1, name.c_str(), 100.0 * logits[c] / z);
-    }
+    // An attn checkpoint rebuilds its own model; foreign weights need the registry name of theirs.
+    models::PretrainedSource source = model_name.empty() ? models::PretrainedSource::checkpoint(pos[0])
+                                                         : models::PretrainedSource::foreign(pos[0], model_name);
+    if (!model_name.empty()) source.format = format;
+    const models::Pretrained p = models::load_pretrained(source);
+    const infer::ImagePrediction r = infer::classify_files(*p.model, {pos[1]}, p.preprocess, p.labels, 5).front();
+    if (!r.error.empty()) throw Error(r.error);
+    std::printf("%s (%s, %s preprocessing: %s)\n", r.path.c_str(), p.model_name.c_str(), p.source.c_str(),
+                p.preprocess.describe().c_str());
+    for (size_t i = 0; i < r.top.size(); ++i)
+      std::printf("  %zu. %-28s %6.2f%%\n", i + 1, r.top[i].name.c_str(), 100.0 * r.top[i].probability);
     return 0;
   } catch (const Error& e) {
     std::fprintf(stderr, "classify: %s\n", e.what());

@@ -21,11 +21,9 @@
 
 #include "attn/attn.h"
 #include "attn/core/parallel.h"
-#include "attn/io/checkpoint.h"
-#include "attn/io/name_maps.h"
+#include "attn/models/pretrained.h"
 #include "attn/nn/linear.h"
 #include "attn/ops/matmul.h"
-#include "attn/train/tasks/image_classification.h"
 #include "../commands.h"
 
 namespace attn::cli {
@@ -53,15 +51,6 @@ double percentile(const std::vector<double>& sorted, double q) {
   if (q == 0.5) return n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
   const size_t idx = std::min(n - 1, size_t(std::max(0.0, std::ceil(q * double(n)) - 1)));
   return sorted[idx];
-}
-
-bool is_attn_checkpoint(const std::string& path) {
-  try {
-    io::read_checkpoint_metadata(path);   // the header only
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
 }
 
 // GFLOP/s of an n^3 matmul in the model's precision, the best of the repetitions run within
@@ -124,16 +113,16 @@ void add_bench(CLI::App& app) {
     std::string weights_desc = "random";
     if (o->weights.empty()) {
       model = models::create_model(o->model);
-    } else if (is_attn_checkpoint(o->weights)) {
-      model = train::load_classifier(o->weights, linear_dtype);
-      weights_desc = "attn checkpoint";
     } else {
-      io::ForeignVitOptions opt;
-      opt.model = o->model;
-      if (o->format != "auto") opt.format = io::parse_weight_format(o->format);
-      opt.linear_dtype = linear_dtype;   // streamed in, converted tensor by tensor
-      model = io::load_foreign_vit(io::SafetensorsReader(o->weights), opt).model;
-      weights_desc = "foreign";
+      // An attn checkpoint, or foreign weights of --model; streamed in, converted tensor by tensor.
+      models::PretrainedSource src = models::PretrainedSource::foreign(o->weights, o->model);
+      src.kind = models::WeightsKind::detect;
+      src.format = o->format;
+      src.linear_dtype = linear_dtype;
+      src.pack_linear_weights = false;   // below, unless --no-pack
+      const models::Pretrained p = models::load_pretrained(src);
+      model = p.model;
+      weights_desc = p.metadata.contains("format") ? "attn checkpoint" : "foreign";   // a checkpoint's metadata
     }
     model->eval();
     if (o->dtype == "bf16")

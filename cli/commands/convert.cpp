@@ -2,14 +2,13 @@
 //     [--image-size N] [--model-config JSON] --out OUT.safetensors
 // Foreign ViT / DeiT weights (timm, Hugging Face or torchvision layout, e.g. written by
 // tools/pth_to_safetensors.py) -> an attn checkpoint (weights + config) that `attn eval` and
-// train::load_classifier open. The position embedding is resampled when the image size differs.
+// models::load_pretrained open. The position embedding is resampled when the image size differs.
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "attn/attn.h"
-#include "attn/io/checkpoint.h"
-#include "attn/io/name_maps.h"
+#include "attn/io/safetensors.h"
+#include "attn/models/pretrained.h"
+#include "attn/train/checkpoint.h"
 #include "../commands.h"
 
 namespace attn::cli {
@@ -33,50 +32,30 @@ void add_convert(CLI::App& app) {
   c->add_option("--model-config", o->model_config, "JSON object of config overrides, e.g. {\"num_classes\": 10}");
   c->add_option("--out", o->out, "output attn checkpoint (.safetensors)")->required();
   c->callback([o] {
-    // The header only: the tensors are streamed into the model one layer at a time, and the checkpoint
-    // is written tensor by tensor (the peak is the model, not the model plus the file).
-    const io::SafetensorsReader f(o->in);
-    io::ForeignVitOptions opt;
-    opt.model = o->model;
-    if (o->format != "auto") opt.format = io::parse_weight_format(o->format);
+    // Streamed: the tensors go into the model one layer at a time, and the checkpoint is written tensor
+    // by tensor (the peak is the model, not the model plus the file).
+    models::PretrainedSource src = models::PretrainedSource::foreign(o->in, o->model);
+    src.format = o->format;
+    src.hf_config = o->config;
     if (!o->model_config.empty()) {
       try {
-        opt.overrides = nlohmann::json::parse(o->model_config);
+        src.model_config = nlohmann::json::parse(o->model_config);
       } catch (const std::exception& e) {
         fail("convert: --model-config is not valid JSON: ", e.what());
       }
     }
-    opt.image_size = o->image_size;
-    opt.pos_embed_antialias = o->pos_embed_antialias;
-    const io::WeightFormat fmt = opt.format ? *opt.format : io::detect_weight_format(f);
-    opt.format = fmt;
-    std::string cfg_path = o->config;
-    if (cfg_path.empty() && fmt == io::WeightFormat::hf) {
-      const size_t slash = o->in.find_last_of('/');
-      const std::string beside = (slash == std::string::npos ? std::string() : o->in.substr(0, slash + 1)) + "config.json";
-      if (std::ifstream(beside).good()) cfg_path = beside;
-    }
-    nlohmann::json labels;
-    if (!cfg_path.empty()) {
-      std::ifstream in(cfg_path);
-      ATTN_CHECK(in.good(), "convert: cannot open config '", cfg_path, "'");
-      std::stringstream ss;
-      ss << in.rdbuf();
-      try {
-        opt.hf_config = nlohmann::json::parse(ss.str());
-      } catch (const std::exception& e) {
-        fail("convert: config '", cfg_path, "' is not valid JSON: ", e.what());
-      }
-      if (opt.hf_config.contains("id2label")) labels = opt.hf_config["id2label"];
-    }
-    io::ForeignVit r = io::load_foreign_vit(f, opt);
-    nlohmann::json extra = {{"config", r.model->config()}, {"source_format", io::weight_format_name(fmt)},
-                            {"source", o->in}};
-    if (!labels.is_null()) extra["id2label"] = labels;
-    io::save_checkpoint(o->out, *r.model, nullptr, extra);
-    std::printf("%s (%s layout, %zu tensors) -> %s: model %s, %lld parameters%s\n", o->in.c_str(),
-                io::weight_format_name(fmt), f.entries().size(), o->out.c_str(), o->model.c_str(),
-                (long long)r.model->num_parameters(), r.pos_embed_resampled ? ", position embedding resampled" : "");
+    src.image_size = o->image_size;
+    src.pos_embed_antialias = o->pos_embed_antialias;
+    src.pack_linear_weights = false;   // saved next: the plain layout
+    const models::Pretrained p = models::load_pretrained(src);
+    // What the checkpoint records besides the weights: the model's config and the source (format, path,
+    // id2label), from which load_pretrained gives the same preprocessing and class names back.
+    nlohmann::json extra = p.metadata;
+    extra["config"] = p.model->config();
+    train::save_checkpoint(o->out, *p.model, nullptr, extra);
+    std::printf("%s (%s layout, %zu tensors) -> %s: model %s, %lld parameters%s\n", o->in.c_str(), p.source.c_str(),
+                io::SafetensorsReader(o->in).entries().size(), o->out.c_str(), o->model.c_str(),
+                (long long)p.model->num_parameters(), p.pos_embed_resampled ? ", position embedding resampled" : "");
   });
 }
 

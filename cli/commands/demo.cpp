@@ -8,8 +8,8 @@
 #include "attn/data/image.h"
 #include "attn/models/vit.h"
 #include "attn/train/tasks/image_classification.h"
-#include "attn/train/explain.h"
-#include "attn/train/plot.h"
+#include "attn/viz/explain.h"
+#include "attn/viz/plot.h"
 #include "../commands.h"
 #include "train_flags.h"
 
@@ -37,9 +37,9 @@ void add_demo(CLI::App& app) {
     train::TrainResult r = train::train(*cfg);
     print_result(r);
     if (!r.finished) return;
-    auto model = train::load_classifier(r.checkpoint);
+    auto model = models::load_classifier_checkpoint(r.checkpoint);
     auto test = data::FashionMnist::load(cfg->image.data_dir, data::Split::test);
-    auto [mean, std] = train::dataset_normalization(data_name);
+    auto [mean, std] = data::dataset_normalization(data_name);
     train::EvalResult e = train::evaluate(*model, test, mean, std, 256, 0);   // every test image
     const auto& names = data::FashionMnist::class_names();
     std::printf("\na few test images:\n");
@@ -52,8 +52,8 @@ void add_demo(CLI::App& app) {
     if (auto* vit = dynamic_cast<models::VisionTransformer*>(model.get())) {
       const std::string img_path = out + "/test0.png", map_path = out + "/attention.png";
       data::write_png(img_path, test.images().select(0, 0).permute({1, 2, 0}).contiguous());   // (28, 28, 1) u8
-      train::PreparedImage p = train::prepare_image(img_path, vit->cfg().image_size, vit->cfg().in_channels, mean, std);
-      data::write_png(map_path, train::explain(*vit, p).panel);
+      viz::PreparedImage p = viz::prepare_image(img_path, vit->cfg().image_size, vit->cfg().in_channels, mean, std);
+      data::write_png(map_path, viz::explain(*vit, p).panel);
       std::printf("\nattention map of test image 0 (%s): %s\n", names[size_t(test.labels().at({0}))].c_str(),
                   map_path.c_str());
     }

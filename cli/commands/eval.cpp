@@ -1,23 +1,25 @@
 // attn eval CKPT: accuracy and loss of a checkpoint on a dataset split.
 // attn eval --weights W --model NAME --data DIR (or a checkpoint made by `attn convert`): top-1 / top-5
-// of foreign ImageNet weights on a folder of labelled images (train/folder_eval.h), with the weights'
-// own eval preprocessing, as timm's validate.py reports them.
+// of foreign ImageNet weights on a folder of labelled images (infer/folder_eval.h), with the weights'
+// own eval preprocessing, as timm's validate.py reports them. Every classifier comes from
+// models::load_pretrained.
 #include <cstdio>
 #include <filesystem>
 
 #include "attn/attn.h"
+#include "attn/data/dataset.h"
 #include "attn/data/fashion_mnist.h"
 #include "attn/data/image_folder.h"
+#include "attn/infer/folder_eval.h"
 #include "attn/io/checkpoint.h"
 #include "attn/io/safetensors.h"
+#include "attn/models/pretrained.h"
 #include "attn/train/tasks/image_classification.h"
-#include "attn/train/explain.h"
-#include "attn/train/tasks/translation.h"
 #include "attn/infer/translate.h"
-#include "attn/train/folder_eval.h"
-#include "attn/train/plot.h"
+#include "attn/train/tasks/translation.h"
+#include "attn/viz/plot.h"
 #include "../commands.h"
-#include "classifier_source.h"
+#include "source_flags.h"
 
 namespace attn::cli {
 
@@ -37,21 +39,21 @@ std::string eval_folder(const std::string& dir, const std::string& split, bool s
 
 // Top-1 / top-5 of an ImageNet-style classifier (foreign weights, or attn convert's checkpoints) on
 // a folder, as timm's validate.py.
-void eval_on_folder(Classifier& cl, const std::string& what, const std::string& data, const std::string& split,
-                    bool split_given, int64_t batch, int64_t limit, bool json) {
+void eval_on_folder(const models::Pretrained& cl, const std::string& what, const std::string& data,
+                    const std::string& split, bool split_given, int64_t batch, int64_t limit, bool json) {
   ATTN_CHECK(!data.empty() && data != "fashion-mnist", "eval: ", what, " is an ImageNet-style classifier (",
              cl.model_name, ", ", cl.source, " preprocessing): expected --data DIR, a folder of class subfolders "
              "(WordNet IDs such as n01440764, the model's class names, or one folder per class in index order)");
   const std::string root = eval_folder(data, split, split_given);
   const int64_t num_classes = cl.model->config().value("num_classes", int64_t(0));
-  const train::FolderLabelMap map =
-      train::map_folder_classes(data::ImageFolder::find_classes(root), num_classes, cl.class_names);
-  train::FolderEvalOptions o;
-  o.pre = cl.pre;
+  const infer::FolderLabelMap map =
+      infer::map_folder_classes(data::ImageFolder::find_classes(root), num_classes, cl.labels);
+  infer::FolderEvalOptions o;
+  o.pre = cl.preprocess;
   o.batch = batch;
   o.limit = limit;
   o.progress = true;
-  const train::FolderEvalResult r = train::evaluate_folder(*cl.model, root, map, o);
+  const infer::FolderEvalResult r = infer::evaluate_folder(*cl.model, root, map, o);
   const char* rule = map.rule == "wnid" ? "WordNet IDs -> ImageNet-1k indices"
                      : map.rule == "name" ? "folder names = class names"
                                           : "sorted folder order = class index";
@@ -62,7 +64,7 @@ void eval_on_folder(Classifier& cl, const std::string& what, const std::string& 
                      {"top1", c.count ? double(c.top1) / double(c.count) : 0.0},
                      {"top5", c.count ? double(c.top5) / double(c.count) : 0.0}});
     std::printf("%s\n", nlohmann::json({{"model", cl.model_name}, {"weights", what}, {"source", cl.source},
-                                        {"data", root}, {"preprocess", cl.pre.describe()}, {"labels", map.rule},
+                                        {"data", root}, {"preprocess", cl.preprocess.describe()}, {"labels", map.rule},
                                         {"images", r.count}, {"top1", r.top1}, {"top5", r.top5}, {"loss", r.loss},
                                         {"seconds", r.seconds}, {"errors", r.errors}, {"per_class", per}})
                              .dump()
@@ -71,13 +73,42 @@ void eval_on_folder(Classifier& cl, const std::string& what, const std::string& 
     std::printf("%s (%s weights %s) on %s: top-1 %.2f%%, top-5 %.2f%% (%lld images), loss %.4f\n",
                 cl.model_name.c_str(), cl.source.c_str(), what.c_str(), root.c_str(), 100 * r.top1, 100 * r.top5,
                 (long long)r.count, r.loss);
-    std::printf("  preprocessing: %s\n  labels: %zu folders, %s\n  %.2f s, %.1f img/s\n", cl.pre.describe().c_str(),
-                map.folders.size(), rule, r.seconds, r.seconds > 0 ? double(r.count) / r.seconds : 0.0);
+    std::printf("  preprocessing: %s\n  labels: %zu folders, %s\n  %.2f s, %.1f img/s\n",
+                cl.preprocess.describe().c_str(), map.folders.size(), rule, r.seconds, r.seconds > 0 ? double(r.count) / r.seconds : 0.0);
   }
   std::fflush(stdout);
   for (const auto& e : r.errors) std::fprintf(stderr, "attn: error: %s\n", e.c_str());
   ATTN_CHECK(r.errors.empty(), "eval: ", r.errors.size(), " of ", r.errors.size() + size_t(r.count),
              " images could not be read (the others are scored above)");
+}
+
+// Corpus BLEU (sacreBLEU's default) of a translation checkpoint on its own data split.
+void eval_translation(const std::string& ckpt, const std::string& split, int64_t limit, int64_t beam,
+                      double length_penalty, const std::string& hyps_out, bool json) {
+  infer::Translator tr = infer::load_translator(ckpt);
+  const auto& d = tr.metadata().at("data");
+  ATTN_CHECK(split == "test" || split == "dev" || split == "val", "eval: translation splits are dev | "
+             "test, got '", split, "'");
+  data::PairSplits sp = train::load_translation_data(
+      d.at("data").get<std::string>(), d.at("seed").get<uint64_t>(), "/usr/share/sword",
+      d.at("synthetic_size").get<int64_t>(), d.at("dev_count").get<int64_t>(), d.at("test_count").get<int64_t>());
+  std::vector<data::TextPair> pairs = split == "test" ? sp.test : sp.dev;
+  if (limit > 0 && int64_t(pairs.size()) > limit) pairs.resize(size_t(limit));
+  std::vector<std::string> hyps;
+  text::BleuScore s = tr.bleu(pairs, beam, length_penalty, &hyps);
+  if (!hyps_out.empty()) {
+    std::string text;
+    for (const auto& h : hyps) text += h + "\n";
+    io::write_file_atomic(hyps_out, text);
+  }
+  if (json) {
+    std::printf("%s\n", nlohmann::json({{"checkpoint", ckpt}, {"split", split}, {"bleu", s.score},
+                                        {"bleu_line", s.format()}, {"sentences", pairs.size()},
+                                        {"beam", beam}}).dump().c_str());
+  } else {
+    std::printf("%s on %s/%s (%zu sentences, beam %lld): %s\n", ckpt.c_str(), d.at("data").get<std::string>().c_str(),
+                split.c_str(), pairs.size(), (long long)beam, s.format().c_str());
+  }
 }
 
 }  // namespace
@@ -91,9 +122,7 @@ void add_eval(CLI::App& app) {
     double length_penalty = 0.6;
     bool json = false;
     std::string hyps_out, confusion;
-    ForeignFlags foreign;
-    PreprocessFlags pre;
-    std::string dtype = "f32";
+    SourceFlags source;
   };
   auto o = std::make_shared<Opts>();
   c->add_option("checkpoint", o->ckpt, "an attn checkpoint (.safetensors); or --weights W --model NAME instead");
@@ -101,9 +130,7 @@ void add_eval(CLI::App& app) {
                 "fashion-mnist, or a folder holding train/ and test/ (or val/), one subfolder per class "
                 "(default: the data the checkpoint was trained on, else fashion-mnist); for foreign / converted "
                 "ImageNet weights a folder of class subfolders (DIR/val or DIR/test is used when present)");
-  add_foreign_flags(c, o->foreign);
-  c->add_option("--dtype", o->dtype, "foreign / converted weights: f32 | bf16 (Linear weights)")->capture_default_str();
-  add_preprocess_flags(c, o->pre);
+  add_source_flags(c, o->source, "foreign / converted weights: f32 | bf16 (Linear weights)");
   c->add_option("--data-dir", o->data_dir, "where the Fashion-MNIST files are")->capture_default_str();
   c->add_option("--split", o->split, "train | val | test")->capture_default_str();
   c->add_option("--limit", o->limit,
@@ -124,62 +151,30 @@ void add_eval(CLI::App& app) {
     auto no_confusion = [&](const char* what) {
       ATTN_CHECK(o->confusion.empty(), "eval: --confusion is for attn's own image classifiers, not ", what);
     };
-    if (o->foreign.given()) {
-      ATTN_CHECK(o->ckpt.empty(), "eval: give either an attn checkpoint or --weights, not both (got '", o->ckpt,
-                 "' and --weights '", o->foreign.weights, "')");
-      no_confusion("foreign weights");
-      Classifier cl = classifier_from_foreign(o->foreign, parse_linear_dtype(o->dtype, "eval"), "eval");
-      apply_preprocess_flags(cl, o->pre, "eval");
-      eval_on_folder(cl, o->foreign.weights, o->data, o->split, split_given, o->batch, o->limit, o->json);
+    std::vector<std::string> args;
+    if (!o->ckpt.empty()) args.push_back(o->ckpt);
+    models::PretrainedSource src = o->source.take_source(
+        args, {0, 0, "a checkpoint (attn eval CKPT) or foreign weights (attn eval --weights W.safetensors --model NAME "
+               "--data DIR)", ""}, "eval");
+    if (o->source.foreign() || io::read_checkpoint_metadata(src.path).contains("source_format")) {
+      // Foreign weights, or made by attn convert from them: their source's eval transform, ImageNet-style folders.
+      no_confusion(o->source.foreign() ? "foreign weights" : "converted foreign weights");
+      eval_on_folder(models::load_pretrained(src), src.path, o->data, o->split, split_given, o->batch, o->limit,
+                     o->json);
       return;
     }
-    ATTN_CHECK(!o->ckpt.empty(), "eval: expected a checkpoint (attn eval CKPT) or foreign weights (attn eval "
-               "--weights W.safetensors --model NAME --data DIR)");
-    o->foreign.check_unused("eval");
-    if (io::read_checkpoint_metadata(o->ckpt).contains("source_format")) {
-      // Made by attn convert from foreign weights: their source's eval transform, ImageNet-style folders.
-      no_confusion("converted foreign weights");
-      Classifier cl = classifier_from_checkpoint(o->ckpt, parse_linear_dtype(o->dtype, "eval"));
-      apply_preprocess_flags(cl, o->pre, "eval");
-      eval_on_folder(cl, o->ckpt, o->data, o->split, split_given, o->batch, o->limit, o->json);
-      return;
-    }
-    ATTN_CHECK(o->dtype == "f32" && o->pre.resize == 0 && o->pre.crop == 0 && o->pre.crop_pct == 0 &&
-                   o->pre.interpolation.empty() && o->pre.mean.empty() && o->pre.std.empty(),
+    ATTN_CHECK(o->source.dtype == "f32" && !o->source.preprocess_given(),
                "eval: --dtype and the preprocessing flags go with foreign or converted weights; attn's own "
                "checkpoints are evaluated as they were trained");
     if (infer::is_translation_checkpoint(o->ckpt)) {
       no_confusion("translation models");
-      // Corpus BLEU (sacreBLEU's default) on the checkpoint's own data split.
-      infer::Translator tr = infer::load_translator(o->ckpt);
-      const auto& d = tr.metadata().at("data");
-      ATTN_CHECK(o->split == "test" || o->split == "dev" || o->split == "val", "eval: translation splits are dev | "
-                 "test, got '", o->split, "'");
-      data::PairSplits sp = train::load_translation_data(
-          d.at("data").get<std::string>(), d.at("seed").get<uint64_t>(), "/usr/share/sword",
-          d.at("synthetic_size").get<int64_t>(), d.at("dev_count").get<int64_t>(), d.at("test_count").get<int64_t>());
-      std::vector<data::TextPair> pairs = o->split == "test" ? sp.test : sp.dev;
-      if (o->limit > 0 && int64_t(pairs.size()) > o->limit) pairs.resize(size_t(o->limit));
-      std::vector<std::string> hyps;
-      text::BleuScore s = tr.bleu(pairs, o->beam, o->length_penalty, &hyps);
-      if (!o->hyps_out.empty()) {
-        std::string text;
-        for (const auto& h : hyps) text += h + "\n";
-        io::write_file_atomic(o->hyps_out, text);
-      }
-      if (o->json) {
-        std::printf("%s\n", nlohmann::json({{"checkpoint", o->ckpt}, {"split", o->split}, {"bleu", s.score},
-                                            {"bleu_line", s.format()}, {"sentences", pairs.size()},
-                                            {"beam", o->beam}}).dump().c_str());
-      } else {
-        std::printf("%s on %s/%s (%zu sentences, beam %lld): %s\n", o->ckpt.c_str(), d.at("data").get<std::string>().c_str(),
-                    o->split.c_str(), pairs.size(), (long long)o->beam, s.format().c_str());
-      }
+      eval_translation(o->ckpt, o->split, o->limit, o->beam, o->length_penalty, o->hyps_out, o->json);
       return;
     }
-    auto model = train::load_classifier(o->ckpt);
-    // Normalised as in training (the checkpoint's mean / std), at the model's image size.
-    const train::CheckpointInputs in = train::checkpoint_inputs(o->ckpt);
+    // As trained: normalised with the checkpoint's mean / std at the model's image size, weights unpacked.
+    src.pack_linear_weights = false;
+    const std::shared_ptr<models::ImageClassifier> model = models::load_pretrained(src).model;
+    const models::CheckpointInputs in = models::checkpoint_inputs(o->ckpt);
     if (o->data.empty()) o->data = in.data.empty() ? "fashion-mnist" : in.data;
     std::shared_ptr<data::Dataset> ds;
     if (o->data == "fashion-mnist") {
@@ -199,7 +194,7 @@ void add_eval(CLI::App& app) {
       ds = split == data::Split::train ? s.train : split == data::Split::val ? s.val : s.test;
     }
     // (A checkpoint without a training record, e.g. from attn convert: the named dataset's constants.)
-    const auto norm = in.data.empty() ? train::dataset_normalization(o->data) : std::make_pair(in.mean, in.std);
+    const auto norm = in.data.empty() ? data::dataset_normalization(o->data) : std::make_pair(in.mean, in.std);
     ATTN_CHECK(o->confusion.empty() || in.num_classes <= 100, "eval: --confusion draws up to 100 classes, the "
                "checkpoint's model has ", in.num_classes);
     train::EvalResult r = train::evaluate(*model, *ds, norm.first, norm.second, o->batch, o->limit);

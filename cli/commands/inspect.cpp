@@ -1,13 +1,13 @@
 // attn inspect: what a Vision Transformer learned, as the ViT paper's figure 7 shows it
-// (train/inspect.h): the cosine similarity of the patches' position embeddings, drawn as tiles, and
+// (viz/inspect.h): the cosine similarity of the patches' position embeddings, drawn as tiles, and
 // the mean attention distance of every head at every depth, over a set of images.
 //
 //   attn inspect CKPT [IMAGE...] [--out DIR] [--json]
 //   attn inspect --weights W --model NAME [--format ...] IMAGE... [--out DIR] [--json]
 //
-// Images go through the classifier's own preprocessing (predict's). Without images, a checkpoint
-// trained on Fashion-MNIST uses the first --count test images; otherwise only the position
-// embeddings are drawn.
+// The classifier comes from models::load_pretrained; images go through its preprocessing (predict's).
+// Without images, a checkpoint trained on Fashion-MNIST uses the first --count test images; otherwise
+// only the position embeddings are drawn.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -16,23 +16,64 @@
 #include "attn/autograd/grad_mode.h"
 #include "attn/data/fashion_mnist.h"
 #include "attn/data/image.h"
+#include "attn/data/dataset.h"
 #include "attn/data/preprocess.h"
-#include "attn/train/tasks/image_classification.h"
-#include "attn/train/explain.h"
-#include "attn/train/inspect.h"
-#include "attn/train/plot.h"
+#include "attn/models/pretrained.h"
+#include "attn/viz/inspect.h"
+#include "attn/viz/plot.h"
 #include "../commands.h"
-#include "classifier_source.h"
+#include "source_flags.h"
 
 namespace attn::cli {
+
+namespace {
+
+// The mean attention distance d (L, NH) in pixels: an SVG scatter at `path` (one series per head),
+// the rows in j, and the text lines (per layer: min / mean / max over the heads; the plot's path).
+std::string report_attention_distance(const Tensor& d, const std::string& path, const std::string& title,
+                                      nlohmann::json& j) {
+  const int64_t L = d.size(0), NH = d.size(1);
+  std::vector<train::Series> heads;
+  std::vector<std::vector<double>> rows;
+  for (int64_t h = 0; h < NH; ++h) {
+    train::Series s{"head " + std::to_string(h), {}, {}};
+    s.markers = true;
+    for (int64_t l = 0; l < L; ++l) {
+      s.x.push_back(double(l + 1));
+      s.y.push_back(d.at({l, h}));
+    }
+    heads.push_back(s);
+  }
+  for (int64_t l = 0; l < L; ++l) {
+    std::vector<double> r;
+    for (int64_t h = 0; h < NH; ++h) r.push_back(d.at({l, h}));
+    rows.push_back(r);
+  }
+  train::write_svg_plot(path, title, "network depth (layer)", heads);
+  j["attention_distance_svg"] = path;
+  j["attention_distance"] = rows;
+  std::string text;
+  for (int64_t l = 0; l < L; ++l) {
+    const auto& r = rows[size_t(l)];
+    double mean = 0;
+    for (double v : r) mean += v;
+    mean /= double(r.size());
+    char line[128];
+    std::snprintf(line, sizeof line, "  layer %2lld: %7.2f / %7.2f / %7.2f\n", (long long)(l + 1),
+                  *std::min_element(r.begin(), r.end()), mean, *std::max_element(r.begin(), r.end()));
+    text += line;
+  }
+  return text + "  plot: " + path + "\n";
+}
+
+}  // namespace
 
 void add_inspect(CLI::App& app) {
   auto* c = app.add_subcommand("inspect", "a ViT's position-embedding similarity and mean attention distance "
                                           "(the ViT paper's figure 7)");
   struct Opts {
     std::vector<std::string> inputs;
-    ForeignFlags foreign;
-    PreprocessFlags pre;
+    SourceFlags source;
     std::string out = "inspect", data_dir = data::FashionMnist::kDefaultDir;
     int64_t count = 128, batch = 16;
     bool json = false;
@@ -40,8 +81,7 @@ void add_inspect(CLI::App& app) {
   };
   auto o = std::make_shared<Opts>();
   c->add_option("inputs", o->inputs, "CKPT [IMAGE...] (an attn checkpoint), or IMAGE... with --weights");
-  add_foreign_flags(c, o->foreign);
-  add_preprocess_flags(c, o->pre);
+  add_source_flags(c, o->source);
   c->add_option("--out", o->out, "the folder for pos_embed_similarity.png and attention_distance.svg")
       ->capture_default_str();
   c->add_option("--count", o->count, "without images: how many Fashion-MNIST test images (a Fashion-MNIST "
@@ -54,21 +94,12 @@ void add_inspect(CLI::App& app) {
     apply_threads(o->threads);
     ATTN_CHECK(o->batch >= 1 && o->count >= 1, "inspect: expected --batch and --count >= 1, got ", o->batch, " and ",
                o->count);
-    Classifier cl;
     std::vector<std::string> images = o->inputs;
-    std::string source, data;
-    if (o->foreign.given()) {
-      cl = classifier_from_foreign(o->foreign, DType::f32, "inspect");
-      source = o->foreign.weights;
-    } else {
-      o->foreign.check_unused("inspect");
-      ATTN_CHECK(!images.empty(), "inspect: expected CKPT [IMAGE...] (or --weights W --model NAME IMAGE...)");
-      source = images.front();
-      images.erase(images.begin());
-      cl = classifier_from_checkpoint(source, DType::f32);
-      data = train::checkpoint_inputs(source).data;
-    }
-    apply_preprocess_flags(cl, o->pre, "inspect");
+    const models::PretrainedSource src = o->source.take_source(
+        images, {0, kAny, "CKPT [IMAGE...] (or --weights W --model NAME IMAGE...)", "IMAGE..."}, "inspect");
+    const models::Pretrained cl = models::load_pretrained(src);
+    const std::string& source = src.path;
+    const std::string& data = cl.data;
     auto* vit = dynamic_cast<models::VisionTransformer*>(cl.model.get());
     ATTN_CHECK(vit != nullptr, "inspect: the model of '", source, "' (", cl.model_name,
                ") is not a Vision Transformer");
@@ -80,9 +111,9 @@ void add_inspect(CLI::App& app) {
 
     // Position embeddings.
     if (const Tensor pe = vit->patch_position_embeddings(); pe.defined()) {
-      const Tensor s = train::cosine_similarity_rows(pe);
+      const Tensor s = viz::cosine_similarity_rows(pe);
       const std::string path = o->out + "/pos_embed_similarity.png";
-      data::write_png(path, train::render_pos_embed_similarity(s, vit->grid()));
+      data::write_png(path, viz::render_pos_embed_similarity(s, vit->grid()));
       j["pos_embed_similarity_png"] = path;
       j["pos_embed_similarity"] = s.to_vector<double>();
       text += "position-embedding similarity (" + std::to_string(vit->grid()) + " x " + std::to_string(vit->grid()) +
@@ -97,7 +128,7 @@ void add_inspect(CLI::App& app) {
     int64_t seen = 0;
     auto add_batch = [&](const Tensor& x) {
       NoGradGuard ng;
-      const Tensor d = train::mean_attention_distance(vit->attention_maps(x), vit->num_prefix_tokens(), vit->grid(),
+      const Tensor d = viz::mean_attention_distance(vit->attention_maps(x), vit->num_prefix_tokens(), vit->grid(),
                                                       px_per_token);
       const Tensor w = d * double(x.size(0));
       sum = sum.defined() ? sum + w : w;
@@ -108,13 +139,13 @@ void add_inspect(CLI::App& app) {
       for (size_t first = 0; first < images.size(); first += size_t(o->batch)) {
         std::vector<Tensor> xs;
         for (size_t i = first; i < std::min(images.size(), first + size_t(o->batch)); ++i)
-          xs.push_back(data::preprocess_file(images[i], cl.pre));
+          xs.push_back(data::preprocess_file(images[i], cl.preprocess));
         add_batch(stack(xs, 0));
       }
       images_from = std::to_string(images.size()) + " images";
     } else if (data == "fashion-mnist") {
       const auto test = data::FashionMnist::load(o->data_dir, data::Split::test);
-      const auto [mean, std] = train::dataset_normalization(data);
+      const auto [mean, std] = data::dataset_normalization(data);
       const int64_t n = std::min(o->count, test.size());
       const Tensor all = test.images_f32().slice(0, 0, n);   // (n, 1, 28, 28) in [0, 1]
       for (int64_t first = 0; first < n; first += o->batch) {
@@ -125,43 +156,11 @@ void add_inspect(CLI::App& app) {
       images_from = "the first " + std::to_string(n) + " Fashion-MNIST test images";
     }
     if (seen > 0) {
-      const Tensor d = sum / double(seen);   // (L, NH) pixels
-      const int64_t L = d.size(0), NH = d.size(1);
-      std::vector<train::Series> heads;
-      std::vector<std::vector<double>> rows;
-      for (int64_t h = 0; h < NH; ++h) {
-        train::Series s{"head " + std::to_string(h), {}, {}};
-        s.markers = true;
-        for (int64_t l = 0; l < L; ++l) {
-          s.x.push_back(double(l + 1));
-          s.y.push_back(d.at({l, h}));
-        }
-        heads.push_back(s);
-      }
-      for (int64_t l = 0; l < L; ++l) {
-        std::vector<double> r;
-        for (int64_t h = 0; h < NH; ++h) r.push_back(d.at({l, h}));
-        rows.push_back(r);
-      }
-      const std::string path = o->out + "/attention_distance.svg";
-      train::write_svg_plot(path, "mean attention distance (pixels), " + cl.model_name + ", " + images_from,
-                            "network depth (layer)", heads);
-      j["attention_distance_svg"] = path;
-      j["attention_distance"] = rows;
       j["images"] = seen;
       text += "mean attention distance in pixels (" + images_from + "; image " +
               std::to_string(vit->cfg().image_size) + " px), per layer: min / mean / max over the heads\n";
-      for (int64_t l = 0; l < L; ++l) {
-        const auto& r = rows[size_t(l)];
-        double mean = 0;
-        for (double v : r) mean += v;
-        mean /= double(r.size());
-        char line[128];
-        std::snprintf(line, sizeof line, "  layer %2lld: %7.2f / %7.2f / %7.2f\n", (long long)(l + 1),
-                      *std::min_element(r.begin(), r.end()), mean, *std::max_element(r.begin(), r.end()));
-        text += line;
-      }
-      text += "  plot: " + path + "\n";
+      text += report_attention_distance(sum / double(seen), o->out + "/attention_distance.svg",
+                                        "mean attention distance (pixels), " + cl.model_name + ", " + images_from, j);
     } else {
       text += "mean attention distance: no images (give IMAGE... files)\n";
     }

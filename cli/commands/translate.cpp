@@ -5,9 +5,9 @@
 #include <iostream>
 
 #include "attn/attn.h"
-#include "attn/train/heatmap.h"
-#include "attn/train/tasks/translation.h"
+#include "attn/viz/heatmap.h"
 #include "attn/infer/translate.h"
+#include "attn/train/tasks/translation.h"
 #include "../commands.h"
 
 namespace attn::cli {

@@ -3,6 +3,11 @@
 
 namespace attn::data {
 
+std::pair<std::vector<float>, std::vector<float>> dataset_normalization(const std::string& data) {
+  if (data == "fashion-mnist") return {{0.2860f}, {0.3530f}};
+  return {{0.5f}, {0.5f}};
+}
+
 Example Dataset::get(int64_t i) const {
   ATTN_CHECK(i >= 0 && i < size(), "Dataset::get: index ", i, " is out of range for a dataset of ", size(),
              " examples");

@@ -142,7 +142,7 @@ Translator load_translator(const std::string& checkpoint) {
     nn::init::SkipRandomInit skip;   // the strict load below overwrites every parameter
     model = models::create_seq2seq(cfg.at("model").get<std::string>(), cfg);
   }
-  io::load_checkpoint(checkpoint, *model, nullptr);
+  model->load_state_dict(io::open_checkpoint(checkpoint), {.strict = true, .skip_prefix = io::kCheckpointOptimizerPrefix});
   model->eval();
   return Translator(std::move(model), std::move(tok), std::move(meta));
 }

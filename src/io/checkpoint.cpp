@@ -1,21 +1,20 @@
-// Checkpoints: module + optimizer state dicts and JSON metadata in one safetensors file.
+// The checkpoint file: state dicts and JSON metadata in one safetensors file.
 #include "attn/io/checkpoint.h"
 
 #include <optional>
 
-#include "attn/nn/module.h"
-#include "attn/optim/optimizer.h"
+#include "attn/core/error.h"
 
 namespace attn::io {
 
 namespace {
-const std::string kOptimPrefix = "optim.";
+const std::string kOptimPrefix = kCheckpointOptimizerPrefix;
 
 nlohmann::json metadata_json(const Metadata& md) {
   nlohmann::json out = nlohmann::json::object();
   for (const auto& [k, v] : md) {
     nlohmann::json parsed = nlohmann::json::parse(v, nullptr, /*allow_exceptions=*/false);
-    out[k] = (k != "format" && !parsed.is_discarded()) ? parsed : nlohmann::json(v);
+    out[k] = (k != "format" && k != "optimizer" && !parsed.is_discarded()) ? parsed : nlohmann::json(v);
   }
   return out;
 }
@@ -36,8 +35,8 @@ SafetensorsFile load_file(const std::string& path) {
 }
 }  // namespace
 
-void save_checkpoint(const std::string& path, const nn::Module& module, const optim::Optimizer* optimizer,
-                     const nlohmann::json& extra) {
+void write_checkpoint(const std::string& path, const TensorList& model, const std::optional<OptimizerState>& optimizer,
+                      const nlohmann::json& extra) {
   ATTN_CHECK(extra.is_object() || extra.is_null(), "save_checkpoint: expected `extra` to be a JSON object, got ",
              extra.type_name());
   Metadata md;
@@ -50,18 +49,33 @@ void save_checkpoint(const std::string& path, const nn::Module& module, const op
       md[k] = v.is_string() ? v.get<std::string>() : v.dump();
     }
   }
-  TensorList tensors = module.state_dict();
+  TensorList tensors = model;
   for (const auto& [name, t] : tensors)
     ATTN_CHECK(name.rfind(kOptimPrefix, 0) != 0, "save_checkpoint: model key '", name,
                "' starts with the reserved prefix '", kOptimPrefix, "'");
   if (optimizer) {
-    md["optimizer"] = optimizer->name();
-    for (auto& [name, t] : optimizer->state_dict()) tensors.emplace_back(kOptimPrefix + name, t);
+    md["optimizer"] = optimizer->name;
+    for (const auto& [name, t] : optimizer->tensors) tensors.emplace_back(kOptimPrefix + name, t);
   }
   save_safetensors(path, tensors, md);
 }
 
-nlohmann::json read_checkpoint_metadata(const std::string& path) {
+CheckpointFile read_checkpoint(const std::string& path) {
+  SafetensorsFile f = load_file(path);
+  check_format(path, f.metadata);
+  CheckpointFile out;
+  TensorList optim;
+  for (auto& [name, t] : f.tensors) {
+    if (name.rfind(kOptimPrefix, 0) == 0) optim.emplace_back(name.substr(kOptimPrefix.size()), t);
+    else out.model.emplace_back(name, t);
+  }
+  if (auto it = f.metadata.find("optimizer"); it != f.metadata.end())
+    out.optimizer = OptimizerState{it->second, std::move(optim)};
+  out.metadata = metadata_json(f.metadata);
+  return out;
+}
+
+SafetensorsReader open_checkpoint(const std::string& path) {
   // The header only: reading every tensor to get at the metadata held a whole f32 copy of the model.
   std::optional<SafetensorsReader> file;
   try {
@@ -69,38 +83,15 @@ nlohmann::json read_checkpoint_metadata(const std::string& path) {
   } catch (const Error& e) {
     fail("load_checkpoint: cannot read '", path, "': ", e.what());
   }
-  return checkpoint_metadata(*file);
+  check_format(path, file->metadata());
+  return std::move(*file);
 }
+
+nlohmann::json read_checkpoint_metadata(const std::string& path) { return checkpoint_metadata(open_checkpoint(path)); }
 
 nlohmann::json checkpoint_metadata(const SafetensorsReader& file) {
   check_format(file.path(), file.metadata());
   return metadata_json(file.metadata());
-}
-
-nlohmann::json load_checkpoint(const std::string& path, nn::Module& module, optim::Optimizer* optimizer) {
-  SafetensorsFile f = load_file(path);
-  check_format(path, f.metadata);
-  TensorList model_sd, optim_sd;
-  for (auto& [name, t] : f.tensors) {
-    if (name.rfind(kOptimPrefix, 0) == 0) optim_sd.emplace_back(name.substr(kOptimPrefix.size()), t);
-    else model_sd.emplace_back(name, t);
-  }
-  const std::string why = module.state_dict_mismatch(model_sd, /*strict=*/true, /*max_listed=*/5);
-  if (!why.empty()) fail("load_checkpoint: '", path, "' is for another model: ", why);
-  if (optimizer) {
-    auto it = f.metadata.find("optimizer");
-    ATTN_CHECK(it != f.metadata.end() && !optim_sd.empty(), "load_checkpoint: '", path,
-               "' has no optimizer state (saved without an optimizer)");
-    ATTN_CHECK(it->second == optimizer->name(), "load_checkpoint: '", path, "' holds ", it->second,
-               " state, but the optimizer is ", optimizer->name());
-    try {
-      optimizer->load_state_dict(optim_sd);   // checks everything before changing anything
-    } catch (const Error& e) {
-      fail("load_checkpoint: '", path, "': optimizer state does not match: ", e.what());
-    }
-  }
-  module.load_state_dict(model_sd, /*strict=*/true);   // checked above: cannot fail now
-  return metadata_json(f.metadata);
 }
 
 }  // namespace attn::io

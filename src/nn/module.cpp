@@ -212,52 +212,52 @@ std::string Module::shape_mismatch(const ShapeList& sd, bool strict, size_t max_
   return os.str();
 }
 
-void Module::load_state_dict(const io::TensorList& sd, bool strict) {
-  const std::string why = state_dict_mismatch(sd, strict);
-  if (!why.empty()) fail("load_state_dict: ", why);
-  std::map<std::string, const Tensor*> given;
-  for (const auto& [name, t] : sd) given.emplace(name, &t);
-  NoGradGuard ng;
-  for (auto& [name, t] : state_dict()) {
-    auto it = given.find(name);
-    if (it == given.end()) continue;  // non-strict
-    t.copy_(*it->second);  // converts the dtype (a bf16 checkpoint into an f32 model)
-  }
-}
-
-void Module::load_state_dict_releasing(io::TensorList& sd, bool strict) {
-  const std::string why = state_dict_mismatch(sd, strict);
-  if (!why.empty()) fail("load_state_dict: ", why);
-  // As load_state_dict: the first entry of a repeated key is the one copied.
-  std::map<std::string, Tensor> mine;
-  for (auto& [name, t] : state_dict()) mine.emplace(name, std::move(t));
-  std::set<std::string> done;
-  NoGradGuard ng;
-  for (auto& [name, t] : sd) {
-    auto it = mine.find(name);
-    if (it != mine.end() && done.insert(name).second) it->second.copy_(t);
-    t = Tensor();   // dropped now, not when the whole list goes
-  }
-}
-
-void Module::load_safetensors_streamed(const io::SafetensorsReader& file, bool strict,
-                                       const std::string& skip_prefix) {
-  auto skipped = [&](const std::string& name) { return !skip_prefix.empty() && name.starts_with(skip_prefix); };
+void Module::load_state_dict(StateSource from, const LoadOptions& o) {
+  auto skipped = [&](const std::string& name) { return !o.skip_prefix.empty() && name.starts_with(o.skip_prefix); };
+  // Every key and shape first (a file's from its header): nothing is copied or read before they match.
   ShapeList shapes;
-  for (const io::SafetensorsEntry& e : file.entries())
-    if (!skipped(e.name)) shapes.emplace_back(e.name, e.shape);
-  const std::string why = shape_mismatch(shapes, strict);
-  if (!why.empty()) fail("load_state_dict: '", file.path(), "': ", why);
+  if (from.file_) {
+    for (const io::SafetensorsEntry& e : from.file_->entries())
+      if (!skipped(e.name)) shapes.emplace_back(e.name, e.shape);
+  } else {
+    for (const auto& [name, t] : from.list_ ? *from.list_ : *from.given_)
+      if (!skipped(name)) shapes.emplace_back(name, t.defined() ? std::optional<Shape>(t.shape()) : std::nullopt);
+  }
+  const std::string why = shape_mismatch(shapes, o.strict);
+  if (!why.empty() && from.file_) fail("load_state_dict: '", from.file_->path(), "': ", why);
+  if (!why.empty()) fail("load_state_dict: ", why);
+  NoGradGuard ng;
+  if (from.list_) {
+    // In the module's order, each from the first entry of its key.
+    std::map<std::string, const Tensor*> given;
+    for (const auto& [name, t] : *from.list_)
+      if (!skipped(name)) given.emplace(name, &t);
+    for (auto& [name, t] : state_dict()) {
+      auto it = given.find(name);
+      if (it != given.end()) t.copy_(*it->second);   // converts the dtype (a bf16 checkpoint into an f32 model)
+    }
+    return;
+  }
+  // In the source's order, the first entry of a repeated key copied, each source dropped as soon as it is.
   std::map<std::string, Tensor> mine;
   for (auto& [name, t] : state_dict()) mine.emplace(name, std::move(t));
   std::set<std::string> done;
-  NoGradGuard ng;
+  auto target = [&](const std::string& name) -> Tensor* {
+    auto it = skipped(name) ? mine.end() : mine.find(name);
+    return it != mine.end() && done.insert(name).second ? &it->second : nullptr;   // null: not loaded (non-strict)
+  };
+  if (from.given_) {
+    for (auto& [name, t] : *from.given_) {
+      if (Tensor* dst = target(name)) dst->copy_(t);
+      t = Tensor();   // dropped now, not when the whole list goes
+    }
+    return;
+  }
+  const io::SafetensorsReader& file = *from.file_;
   for (size_t i = 0; i < file.entries().size(); ++i) {
-    const std::string& name = file.entries()[i].name;
-    if (skipped(name)) continue;
-    auto it = mine.find(name);
-    if (it == mine.end() || !done.insert(name).second) continue;   // non-strict: not the model's
-    it->second.copy_(file.read(i));   // converts the dtype; the f32 source is dropped at once
+    Tensor* dst = target(file.entries()[i].name);
+    if (!dst) continue;
+    dst->copy_(file.read(i));   // converts the dtype; the f32 source is dropped at once
     // Its pages back to the OS: freed blocks stay cached and the heap keeps freed memory resident
     // otherwise (src/core/memory.cpp), and the next source tensor may be of another size.
     if (file.entries()[i].end - file.entries()[i].begin >= (uint64_t(1) << 20)) release_cached_memory();

@@ -17,8 +17,9 @@
 #include "attn/optim/adam.h"
 #include "attn/optim/clip.h"
 #include "attn/optim/schedule.h"
+#include "attn/train/checkpoint.h"
 #include "attn/train/ema.h"
-#include "attn/train/plot.h"
+#include "attn/viz/plot.h"
 #include "attn/train/progress.h"
 
 namespace attn::train {
@@ -261,7 +262,7 @@ void Run::setup() {
 
   optim_ = make_optimization(cfg_, defaults_, *task_, per_epoch_, total_);
   if (cfg_.resume) {
-    io::load_checkpoint(res_.checkpoint, *task_->model(), optim_.opt.get());
+    load_checkpoint(res_.checkpoint, *task_->model(), optim_.opt.get());
     step_ = train_state_.at("step").get<int64_t>();
     default_generator().set_state(train_state_.at("rng_seed").get<uint64_t>(),
                                   train_state_.at("rng_offset").get<uint64_t>());
@@ -273,7 +274,7 @@ void Run::setup() {
   }
   if (cfg_.ema_decay > 0) {
     ema_ = std::make_unique<ModelEma>(ModelEma::of(*task_->model(), cfg_.ema_decay));
-    if (cfg_.resume && step_ > 0) io::load_checkpoint(ema_path_, ema_->module(), nullptr);
+    if (cfg_.resume && step_ > 0) load_checkpoint(ema_path_, ema_->module(), nullptr);
   }
   task_->seek(step_ * cfg_.grad_accum, train_state_);
   write_log_from_history();
@@ -305,11 +306,11 @@ void Run::save(int64_t at_step) {
   const nlohmann::json config = task_->model()->config();
   // The EMA first: a checkpoint never points at an EMA file older than itself.
   if (ema_)
-    io::save_checkpoint(ema_path_, ema_->module(), nullptr,
+    save_checkpoint(ema_path_, ema_->module(), nullptr,
                         {{"config", config}, {"ema_decay", cfg_.ema_decay}, {"step", at_step}});
   nlohmann::json meta = {{"config", config}, {"train_state", ts}};
   meta.update(task_->checkpoint_extra());
-  io::save_checkpoint(res_.checkpoint, *task_->model(), optim_.opt.get(), meta);
+  save_checkpoint(res_.checkpoint, *task_->model(), optim_.opt.get(), meta);
 }
 
 void Run::open_bar() {

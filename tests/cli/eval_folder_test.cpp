@@ -1,5 +1,5 @@
 // `attn eval` on foreign ImageNet-style weights and a folder of labelled images: the --weights form and
-// a checkpoint made by `attn convert` give the library's top-1 / top-5 / loss (tests/train/
+// a checkpoint made by `attn convert` give the library's top-1 / top-5 / loss (tests/infer/
 // folder_eval_test.cpp checks those against torchvision), DIR/val is found under DIR, and the errors
 // of a call without --data, without anything to evaluate, or with both a checkpoint and --weights.
 #include <gtest/gtest.h>
@@ -16,11 +16,12 @@
 #include "attn/attn.h"
 #include "attn/data/image_folder.h"
 #include "attn/data/preprocess.h"
-#include "attn/io/name_maps.h"
+#include "attn/infer/folder_eval.h"
 #include "attn/io/safetensors.h"
-#include "attn/train/folder_eval.h"
+#include "attn/infer/folder_eval.h"
 #include "attn_cli.h"
 #include "files.h"
+#include "attn/models/name_maps.h"
 #include "torch_ref.h"
 #include "train_checks.h"
 

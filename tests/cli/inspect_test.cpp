@@ -17,7 +17,7 @@
 #include "attn/data/fashion_mnist.h"
 #include "attn/models/vit.h"
 #include "attn/train/tasks/image_classification.h"
-#include "attn/train/inspect.h"
+#include "attn/viz/inspect.h"
 #include "attn_cli.h"
 #include "train_checks.h"
 
@@ -40,17 +40,17 @@ TEST(InspectCli, FashionMnistCheckpoint) {
   EXPECT_GT(fs::file_size(dir + "/fig/attention_distance.svg"), 0u);
 
   // The same in-process, the 20 images in one batch.
-  auto model = train::load_classifier(ckpt);
+  auto model = models::load_classifier_checkpoint(ckpt);
   auto* vit = dynamic_cast<models::VisionTransformer*>(model.get());
   ASSERT_NE(vit, nullptr);
   vit->eval();
   const auto test = data::FashionMnist::load(data::FashionMnist::kDefaultDir, data::Split::test);
-  const auto [mean, std] = train::dataset_normalization("fashion-mnist");
+  const auto [mean, std] = data::dataset_normalization("fashion-mnist");
   const Tensor x = (test.images_f32().slice(0, 0, 20).contiguous() - double(mean[0])) / double(std[0]);
   Tensor d;
   {
     NoGradGuard ng;
-    d = train::mean_attention_distance(vit->attention_maps(x), vit->num_prefix_tokens(), 4, 7);
+    d = viz::mean_attention_distance(vit->attention_maps(x), vit->num_prefix_tokens(), 4, 7);
   }
   // Batches of 8 against one of 20 agree to f32 rounding, not bit for bit: where oneDNN's GEMM blocks
   // by rows (its AVX2 kernels), a row's sums depend on the batch size (seen: 1.6e-9 to 9e-9 on values
@@ -61,7 +61,7 @@ TEST(InspectCli, FashionMnistCheckpoint) {
     for (int64_t h = 0; h < 2; ++h)
       EXPECT_NEAR(j["attention_distance"][size_t(l)][size_t(h)].get<double>(), d.at({l, h}), 1e-6) << l << ", " << h;
   const auto sim = j["pos_embed_similarity"].get<std::vector<double>>();
-  const auto want = train::pos_embed_similarity(*vit).to_vector<double>();
+  const auto want = viz::pos_embed_similarity(*vit).to_vector<double>();
   ASSERT_EQ(sim.size(), want.size());
   for (size_t i = 0; i < sim.size(); ++i) EXPECT_NEAR(sim[i], want[i], 1e-12);
 

@@ -218,7 +218,7 @@ test::CliRun run_cli(const std::vector<std::string>& args) {
 #define REQUIRE_CLI()                                                                  \
   if (cli_path().empty()) GTEST_SKIP() << "the attn binary is not built (ATTN_BUILD_CLI=OFF?)"
 
-// As tests/io/name_maps_test.cpp: DeiT-Ti's width with 2 blocks on 32x32 images, and a small
+// As tests/models/name_maps_test.cpp: DeiT-Ti's width with 2 blocks on 32x32 images, and a small
 // torchvision ViT, with seeded random weights from tests/golden/gen/pretrained.py.
 json deit_args(const std::string& layout) {
   return {{"seed", 1}, {"layout", layout}, {"image_size", 32}, {"patch_size", 8}, {"in_channels", 3},

@@ -149,7 +149,7 @@ TEST(Module, StrictLoadListsEveryProblemInOneError) {
             "  unexpected keys (2): head.bias, blocks.7.norm.weight\n"
             "  mis-shaped keys (1): head.weight (model [3, 4], state dict [3, 5])");
   // Not strict: missing/unexpected are skipped, mis-shaped still fails, with the same wording.
-  EXPECT_EQ(error_of([&] { m.load_state_dict(bad, /*strict=*/false); }),
+  EXPECT_EQ(error_of([&] { m.load_state_dict(bad, {.strict = false}); }),
             "load_state_dict: the state dict does not match the model\n"
             "  mis-shaped keys (1): head.weight (model [3, 4], state dict [3, 5])");
   // The report can be capped (load_checkpoint names the first few).
@@ -162,7 +162,7 @@ TEST(Module, StrictLoadListsEveryProblemInOneError) {
   EXPECT_TENSOR_NEAR(m.cls_token, before, 0, 0);
   // Non-strict load with only missing/unexpected keys copies what matches.
   io::TensorList partial = {{"cls_token", Tensor::full({1, 1, 4}, 2.0)}, {"extra", Tensor::zeros({1})}};
-  m.load_state_dict(partial, false);
+  m.load_state_dict(partial, {.strict = false});
   EXPECT_TENSOR_NEAR(m.cls_token, Tensor::full({1, 1, 4}, 2.0), 0, 0);
 }
 
@@ -448,7 +448,7 @@ TEST(Init, SkipRandomInitZeroFillsAndLeavesTheGeneratorAlone) {
     b = std::make_unique<nn::Linear>(6, 4);
   }
   EXPECT_EQ(max(abs(b->weight)).item(), 0.0);
-  b->load_state_dict(io::load_safetensors(path).tensors, true);
+  b->load_state_dict(io::load_safetensors(path).tensors, {.strict = true});
   EXPECT_TENSOR_NEAR(b->weight, a.weight, 0, 0);
   EXPECT_TENSOR_NEAR(b->bias, a.bias, 0, 0);
   std::remove(path.c_str());

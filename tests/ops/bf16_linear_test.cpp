@@ -1,7 +1,7 @@
 // bf16 weights for inference: attn::linear(x f32, w bf16, b f32) equals the f64 product of the
 // bf16-rounded operands (native oneDNN bf16 matmul where this CPU has one, and the emulated path
 // always); no gradient through a bf16 weight; nn::convert_linear_weights_to_bf16. The model-level
-// parity against PyTorch is in tests/io/name_maps_test.cpp (Bf16Inference.*).
+// parity against PyTorch is in tests/models/name_maps_test.cpp (Bf16Inference.*).
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -14,6 +14,7 @@
 #include "attn/ops/softmax.h"
 #include "attn/train/tasks/image_classification.h"
 #include "attn/train/trainer.h"
+#include "attn/train/checkpoint.h"
 #include "attn/train/distill.h"
 #include "errors.h"
 #include "torch_ref.h"
@@ -37,7 +38,7 @@ std::string save_teacher(const std::string& dir, const std::string& model, const
   manual_seed(99);
   auto m = models::create_model(model, overrides);
   const std::string path = dir + "/teacher.safetensors";
-  io::save_checkpoint(path, *m, nullptr, {{"config", m->config()}});
+  train::save_checkpoint(path, *m, nullptr, {{"config", m->config()}});
   return path;
 }
 
@@ -177,7 +178,7 @@ TEST(DistillTrainer, NoneTrainsTheClassHeadOnly) {
   const std::string dir = tmp_dir("none");
   train::TrainConfig cfg = tiny_deit(dir + "/run");
   train::TrainResult r = train::train(cfg);
-  auto trained = train::load_classifier(r.checkpoint);
+  auto trained = models::load_classifier_checkpoint(r.checkpoint);
   manual_seed(cfg.seed);
   auto init = models::create_model(cfg.model, cfg.model_config);
   auto sd0 = init->state_dict(), sd1 = trained->state_dict();

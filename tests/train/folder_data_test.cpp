@@ -15,8 +15,9 @@
 #include "attn/io/checkpoint.h"
 #include "attn/train/tasks/image_classification.h"
 #include "attn/train/trainer.h"
-#include "attn/train/explain.h"
+#include "attn/viz/explain.h"
 #include "errors.h"
+#include "attn/models/pretrained.h"
 #include "torch_ref.h"
 #include "train_checks.h"
 
@@ -161,11 +162,11 @@ TEST(FolderTraining, LearnsAThreeClassFolderAndKeepsItsClassNames) {
   const auto meta = io::read_checkpoint_metadata(r.checkpoint);
   EXPECT_EQ(meta.at("config").at("num_classes"), 3);
   EXPECT_EQ(meta.at("train_state").at("class_names").get<std::vector<std::string>>(), kClasses);
-  const train::CheckpointInputs in = train::checkpoint_inputs(r.checkpoint);
+  const models::CheckpointInputs in = models::checkpoint_inputs(r.checkpoint);
   EXPECT_EQ(in.class_names, kClasses);
   EXPECT_EQ(in.data, d);
   // Evaluating the checkpoint on the folder's test split gives the trainer's figure.
-  auto model = train::load_classifier(r.checkpoint);
+  auto model = models::load_classifier_checkpoint(r.checkpoint);
   const data::ImageFolderSplits s = data::load_image_folder_splits(d, 28, 1);
   EXPECT_DOUBLE_EQ(train::evaluate(*model, *s.test, in.mean, in.std).accuracy, r.metric("test_accuracy"));
   // A model whose class count is set to something else is refused before training.

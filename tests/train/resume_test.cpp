@@ -108,7 +108,7 @@ TEST_F(Resume, KilledDuringACheckpointWriteResumesFromTheLastGoodOne) {
   // .tmp beside the good file.
   const auto tear = [](const train::TrainResult& first) {
     test::write_bytes(first.checkpoint + ".tmp", test::slurp(first.checkpoint).substr(0, 200));
-    auto m = train::load_classifier(first.checkpoint);   // the good one still loads
+    auto m = models::load_classifier_checkpoint(first.checkpoint);   // the good one still loads
     EXPECT_EQ(io::read_checkpoint_metadata(first.checkpoint).at("train_state").at("step"), 37);
   };
   const auto [a, b] = killed_and_resumed(tiny_vit(out), 37, train::train, tear);
@@ -126,7 +126,7 @@ TEST_F(Resume, UnwritableCheckpointStopsTrainingAndKeepsTheLastGoodOne) {
   EXPECT_EQ(error_of([&] { train::train(cfg); }),
             "write '" + a.checkpoint + "': cannot create '" + tmp + "': Is a directory");
   EXPECT_EQ(io::read_checkpoint_metadata(a.checkpoint).at("train_state").at("step"), 20);
-  train::load_classifier(a.checkpoint);
+  models::load_classifier_checkpoint(a.checkpoint);
   std::filesystem::remove(tmp);
   train::TrainResult b = train::train(cfg);
   EXPECT_TRUE(resumed_exactly(a, b, reference_));
@@ -173,7 +173,7 @@ TEST(Train, NonFiniteLossStopsWithTheStepAndKeepsTheCheckpoint) {
   const std::string got = error_of([&] { train::train(cfg); });
   EXPECT_TRUE(got == msg("nan") || got == msg("inf")) << got;
   EXPECT_EQ(io::read_checkpoint_metadata(ckpt).at("train_state").at("step"), 1);
-  EXPECT_NO_THROW(train::load_classifier(ckpt));
+  EXPECT_NO_THROW(models::load_classifier_checkpoint(ckpt));
   std::filesystem::remove_all(out);
 }
 

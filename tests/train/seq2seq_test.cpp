@@ -10,13 +10,13 @@
 #include <filesystem>
 
 #include "attn/attn.h"
-#include "attn/io/checkpoint.h"
 #include "attn/io/safetensors.h"
 #include "attn/train/tasks/image_classification.h"
 #include "attn/train/trainer.h"
 #include "attn/infer/translate.h"
 #include "attn/train/tasks/translation.h"
 #include "errors.h"
+#include "attn/train/checkpoint.h"
 #include "train_checks.h"
 
 using namespace attn;
@@ -119,7 +119,7 @@ TEST(Seq2SeqTrain, AnImageCheckpointIsRefusedClearly) {
   const std::string dir = tmp_dir("image");
   auto m = models::create_model("mlp");
   const std::string path = dir + "/mlp.safetensors";
-  io::save_checkpoint(path, *m, nullptr, {{"config", m->config()}});
+  train::save_checkpoint(path, *m, nullptr, {{"config", m->config()}});
   EXPECT_FALSE(infer::is_translation_checkpoint(path));
   const std::string e = error_of([&] { infer::load_translator(path); });
   EXPECT_NE(e.find("holds the image model 'mlp', not a translation model"), std::string::npos) << e;

@@ -5,12 +5,21 @@
 //
 // Images come out as f32 (C, H, W). u8 images are scaled by 1/255 into [0, 1] (torchvision's
 // ToTensor), f32 images are returned as stored.
+//
+//   auto [mean, std] = attn::data::dataset_normalization("fashion-mnist");   // {0.2860}, {0.3530}
 #pragma once
 #include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "attn/core/tensor.h"
 
 namespace attn::data {
+
+// The normalisation constants (per-channel mean, std; one value for all channels) attn trains a
+// dataset with: "fashion-mnist": mean 0.2860, std 0.3530; any other name (an image folder): 0.5 / 0.5.
+std::pair<std::vector<float>, std::vector<float>> dataset_normalization(const std::string& data);
 
 struct Example {
   Tensor image;     // (C, H, W) f32

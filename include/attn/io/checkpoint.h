@@ -1,43 +1,59 @@
-// Training checkpoints: ONE safetensors file holding the model's state dict under its own names,
-// the optimizer's state under "optim.<key>", and __metadata__
+// The attn checkpoint file: ONE safetensors file holding a model's state dict under its own names,
+// an optimizer's state under "optim.<key>", and __metadata__
 //   {"format": "attn-checkpoint-v1", "config": <JSON string>, "train_state": <JSON string>,
 //    "optimizer": "AdamW", ...other keys of `extra`}.
+// The file only: putting a module / optimizer into it and back is train::save_checkpoint /
+// train::load_checkpoint (attn/train/checkpoint.h), loading an image classifier for inference
+// models::load_pretrained (attn/models/pretrained.h).
 //
-//   io::save_checkpoint("ckpt.safetensors", model, &opt,
-//                       {{"config", cfg_json}, {"train_state", {{"step", step}, {"seed", g.seed()},
-//                                                               {"offset", g.offset()}}}});
-//   nlohmann::json meta = io::load_checkpoint("ckpt.safetensors", model, &opt);
-//   int64_t step = meta["train_state"]["step"];
+//   io::write_checkpoint("ckpt.safetensors", model.state_dict(), io::OptimizerState{"AdamW", opt_sd},
+//                        {{"config", cfg_json}, {"train_state", {{"step", step}}}});
+//   io::CheckpointFile f = io::read_checkpoint("ckpt.safetensors");   // f.model, f.optimizer, f.metadata
+//   int64_t step = io::read_checkpoint_metadata("ckpt.safetensors")["train_state"]["step"];   // the header only
 //
-// Writes are atomic (tmp + fsync + rename). Loading is strict and all-or-nothing: a file that is
-// not an attn checkpoint, is for another model (the first mismatched keys and shapes are named),
-// lacks the optimizer state asked for, or is truncated/corrupt throws attn::Error before the model
-// or optimizer changes.
+// Writes are atomic (tmp + fsync + rename). A file that is not an attn checkpoint or is truncated /
+// corrupt throws attn::Error ("load_checkpoint: ...") naming the file.
 #pragma once
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "attn/io/safetensors.h"
 
-namespace attn::nn { class Module; }
-namespace attn::optim { class Optimizer; }
-
 namespace attn::io {
 
 inline constexpr const char* kCheckpointFormat = "attn-checkpoint-v1";
+// The prefix of the optimizer's keys in the file.
+inline constexpr const char* kCheckpointOptimizerPrefix = "optim.";
+
+// An optimizer's state as the file keeps it: its name (metadata "optimizer") and its tensors.
+struct OptimizerState {
+  std::string name;
+  TensorList tensors;
+};
+
+struct CheckpointFile {
+  TensorList model;                         // every key outside "optim."
+  std::optional<OptimizerState> optimizer;  // when the metadata names one ("optim." dropped from the keys)
+  nlohmann::json metadata;                  // as read_checkpoint_metadata
+};
 
 // extra: a JSON object; each key becomes a metadata entry (strings as they are, other values as
-// their JSON text). "config" and "train_state" default to {}; "format" and "optimizer" are reserved.
-void save_checkpoint(const std::string& path, const nn::Module& module, const optim::Optimizer* optimizer,
-                     const nlohmann::json& extra = nlohmann::json::object());
+// their JSON text). "config" and "train_state" default to {}; "format" and "optimizer" are reserved,
+// and so is the "optim." prefix for model keys.
+void write_checkpoint(const std::string& path, const TensorList& model, const std::optional<OptimizerState>& optimizer,
+                      const nlohmann::json& extra = nlohmann::json::object());
 
-// Loads into module (and optimizer when not null) and returns the metadata as JSON: entries that
-// parse as JSON (config, train_state) parsed, others as strings.
-nlohmann::json load_checkpoint(const std::string& path, nn::Module& module, optim::Optimizer* optimizer);
+// Every tensor, split into the model's and the optimizer's, and the metadata (format checked).
+CheckpointFile read_checkpoint(const std::string& path);
 
-// The metadata only (also checks the format), e.g. to build the model from "config" first. Reads the
-// header, no tensor.
+// The file opened for streaming (attn/io/safetensors.h), its format checked from the header.
+SafetensorsReader open_checkpoint(const std::string& path);
+
+// The metadata only (also checks the format), e.g. to build the model from "config" first: entries that
+// parse as JSON (config, train_state) parsed, others (format, optimizer) as strings. Reads the header,
+// no tensor.
 nlohmann::json read_checkpoint_metadata(const std::string& path);
 // The same from a file already open for streaming.
 nlohmann::json checkpoint_metadata(const SafetensorsReader& file);

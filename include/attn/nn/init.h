@@ -37,7 +37,7 @@ Tensor kaiming_uniform_(Tensor t, Generator& g, double a = 0.0);
 // drawing ViT-B/16's 86M initial weights costs ~9 s on 2 cores, a zero fill ~0.05 s.
 //
 //   { nn::init::SkipRandomInit skip; model = models::create_model(name, cfg); }
-//   io::load_checkpoint(path, *model, nullptr);   // strict: every parameter comes from the file
+//   train::load_checkpoint(path, *model, nullptr);   // strict: every parameter comes from the file
 //
 // SkipRandomInit(SkipRandomInit::Fill::none) leaves the tensors as allocated instead (contents
 // unspecified, pages never touched): for a strict load only, where it keeps the load's peak memory

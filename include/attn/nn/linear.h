@@ -45,8 +45,8 @@ class Linear : public Module {
 int64_t convert_linear_weights_to_bf16(Module& m);
 
 // The same for a module about to be loaded: every f32 Linear weight is replaced by an uninitialised
-// bf16 tensor of its shape, so the load (load_state_dict, Module::load_safetensors_streamed,
-// io::load_foreign_vit) converts f32 -> bf16 tensor by tensor (copy_ rounds as .to(bf16)) and the
+// bf16 tensor of its shape, so the load (Module::load_state_dict from a state dict or a file,
+// models::load_foreign_vit) converts f32 -> bf16 tensor by tensor (copy_ rounds as .to(bf16)) and the
 // f32 source weights are never held whole. The f32 allocations it frees are resident only if
 // something wrote them (build the model under nn::init::SkipRandomInit(Fill::none)). Returns the bytes saved.
 int64_t make_linear_weights_bf16(Module& m);

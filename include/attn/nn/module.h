@@ -7,7 +7,7 @@
 //     Tensor forward(const Tensor& x) { return fc->forward(x) * scale; }
 //   };
 //   Block b;  b.named_parameters();   // {"scale", ...}, {"fc.weight", ...}, {"fc.bias", ...}
-//   b.load_state_dict(io::load_safetensors("b.safetensors").tensors);
+//   b.load_state_dict(io::load_safetensors("b.safetensors").tensors);   // or streamed: io::SafetensorsReader
 //
 // Order is PyTorch's: a module's own parameters (in registration order), then each submodule's
 // (in registration order), depth first. state_dict(): own parameters, own persistent buffers, then
@@ -27,6 +27,32 @@
 #include "attn/io/safetensors.h"
 
 namespace attn::nn {
+
+// Where Module::load_state_dict reads from:
+//   a state dict (const io::TensorList&)  copied from; the caller keeps it.
+//   a state dict given up (io::TensorList&&, e.g. std::move(sd))  each entry is dropped once copied, so
+//       a source's storage is freed as soon as nothing else holds it (the peak is the module plus
+//       what the caller still holds, not the module plus the whole state dict).
+//   a safetensors file (const io::SafetensorsReader&)  streamed: the keys and shapes are checked from
+//       the header, then one tensor at a time is read, copied into its parameter or buffer and dropped
+//       (peak memory: the module plus one tensor).
+class StateSource {
+ public:
+  StateSource(const io::TensorList& sd) : list_(&sd) {}
+  StateSource(io::TensorList&& sd) : given_(&sd) {}
+  StateSource(const io::SafetensorsReader& file) : file_(&file) {}
+
+ private:
+  friend class Module;
+  const io::TensorList* list_ = nullptr;
+  io::TensorList* given_ = nullptr;
+  const io::SafetensorsReader* file_ = nullptr;
+};
+
+struct LoadOptions {
+  bool strict = true;        // every key of the module present, no other key (see load_state_dict)
+  std::string skip_prefix;   // non-empty: keys starting with it are left out (a checkpoint's "optim.")
+};
 
 class Module {
  public:
@@ -71,10 +97,15 @@ class Module {
 
   // Parameters and persistent buffers, detached views of the live storage.
   io::TensorList state_dict() const;
-  // Copies values in place (converting dtype). Every key is checked before anything is copied.
-  // strict: one attn::Error listing every missing, unexpected and mis-shaped key (with both shapes).
-  // Not strict: missing and unexpected keys are skipped; mis-shaped keys are still an error.
-  void load_state_dict(const io::TensorList& sd, bool strict = true);
+  // Copies values in place (converting dtype) from `from` (a state dict, a state dict given up with
+  // std::move, or a safetensors file streamed; see StateSource). Every key and shape is checked
+  // before anything is copied or read: strict (LoadOptions) gives one attn::Error listing every
+  // missing, unexpected and mis-shaped key (with both shapes); not strict skips missing and
+  // unexpected keys, mis-shaped keys are still an error. A repeated key: its first entry is loaded.
+  //   m.load_state_dict(other.state_dict());
+  //   m.load_state_dict(io::SafetensorsReader("m.safetensors"), {.skip_prefix = "optim."});
+  // Linear weights made bf16 first (nn::make_linear_weights_bf16) are converted tensor by tensor.
+  void load_state_dict(StateSource from, const LoadOptions& options = {});
   // The mismatch report load_state_dict would give ("" when `sd` loads), listing at most
   // `max_listed` keys of each kind (0: all).
   std::string state_dict_mismatch(const io::TensorList& sd, bool strict = true, size_t max_listed = 0) const;
@@ -82,18 +113,6 @@ class Module {
   // e.g. from a safetensors header before any tensor is read.
   using ShapeList = std::vector<std::pair<std::string, std::optional<Shape>>>;
   std::string shape_mismatch(const ShapeList& shapes, bool strict = true, size_t max_listed = 0) const;
-
-  // load_state_dict that consumes `sd`: each entry is reset once copied, so a source's storage is
-  // freed as soon as nothing else holds it (the peak is the module plus what the caller still holds,
-  // not the module plus the whole state dict). Checks everything first, as load_state_dict.
-  void load_state_dict_releasing(io::TensorList& sd, bool strict = true);
-  // Streams a safetensors file into the module: the keys and shapes are checked from the header
-  // first (the load_state_dict report; keys starting with a non-empty `skip_prefix` are left out,
-  // as a checkpoint's "optim." state), then one tensor at a time is read and copied into its
-  // parameter or buffer (converting the dtype: f32 weights into bf16 Linear weights) and dropped.
-  // Peak memory: the module plus one tensor.
-  void load_safetensors_streamed(const io::SafetensorsReader& file, bool strict = true,
-                                 const std::string& skip_prefix = "");
 
   // One line per parameter (name, shape, count) and a total line (used by `attn info`).
   std::string parameter_table() const;

@@ -11,15 +11,12 @@
 #include "attn/data/fashion_mnist.h"
 #include "attn/data/image_folder_splits.h"
 #include "attn/data/loader.h"
-#include "attn/io/checkpoint.h"
-#include "attn/io/safetensors.h"
+#include "attn/models/pretrained.h"
 #include "attn/models/vit.h"
-#include "attn/nn/init.h"
-#include "attn/nn/linear.h"
 #include "attn/ops/loss.h"
 #include "attn/ops/reduce.h"
 #include "attn/train/distill.h"
-#include "attn/train/plot.h"
+#include "attn/viz/plot.h"
 #include "attn/train/progress.h"
 
 namespace attn::train {
@@ -116,7 +113,7 @@ class ImageClassificationTask : public Task {
  public:
   explicit ImageClassificationTask(const TrainConfig& cfg) : cfg_(cfg), ic_(cfg.image) {
     data_ = cfg.data.value_or("fashion-mnist");
-    const auto norm = dataset_normalization(data_);
+    const auto norm = data::dataset_normalization(data_);
     mean_ = norm.first;
     std_ = norm.second;
   }
@@ -332,7 +329,7 @@ void ImageClassificationTask::setup_distillation() {
              " classes, but ", data_name, " has ", data_classes);
   mix_opt_.num_classes = student_classes;
   if (!ic_.teacher.empty()) {
-    teacher_ = load_classifier(ic_.teacher);
+    teacher_ = models::load_classifier_checkpoint(ic_.teacher);
     teacher_->eval();
     const int64_t teacher_classes = output_classes(*teacher_, image_shape, "teacher '" + ic_.teacher + "'");
     ATTN_CHECK(teacher_classes == data_classes, "train: the teacher '", ic_.teacher, "' predicts ", teacher_classes,
@@ -371,11 +368,6 @@ void ImageClassificationTask::setup_loader() {
 }
 
 }  // namespace
-
-std::pair<std::vector<float>, std::vector<float>> dataset_normalization(const std::string& data) {
-  if (data == "fashion-mnist") return {{0.2860f}, {0.3530f}};
-  return {{0.5f}, {0.5f}};
-}
 
 EvalResult evaluate(models::ImageClassifier& model, const data::Dataset& ds, const std::vector<float>& mean,
                     const std::vector<float>& std, int64_t batch, int64_t limit) {
@@ -426,44 +418,6 @@ EvalResult evaluate(models::ImageClassifier& model, const data::Dataset& ds, con
   }
   model.train(was_training);
   return r;
-}
-
-std::shared_ptr<models::ImageClassifier> load_classifier(const std::string& checkpoint, DType linear_dtype) {
-  // Streamed: the header first (metadata, names, shapes), then one tensor at a time into the model, so
-  // the peak is the model (in its final dtypes) plus one tensor. Messages as io::load_checkpoint's.
-  ATTN_CHECK(linear_dtype == DType::f32 || linear_dtype == DType::bf16, "load: expected the Linear weights' dtype "
-             "f32 or bf16, got ", dtype_name(linear_dtype));
-  std::optional<io::SafetensorsReader> file;
-  try {
-    file.emplace(checkpoint);
-  } catch (const Error& e) {
-    fail("load_checkpoint: cannot read '", checkpoint, "': ", e.what());
-  }
-  const nlohmann::json meta = io::checkpoint_metadata(*file);
-  const nlohmann::json cfg = meta.contains("config") ? meta["config"] : nlohmann::json();
-  ATTN_CHECK(cfg.is_object() && cfg.contains("model"),
-             "load: checkpoint '", checkpoint, "' has no model config (expected __metadata__.config with a "
-             "\"model\" name)");
-  std::shared_ptr<models::ImageClassifier> model;
-  {
-    nn::init::SkipRandomInit skip(nn::init::SkipRandomInit::Fill::none);   // the strict load below overwrites every parameter
-    model = models::create_model(cfg["model"].get<std::string>(), cfg);
-  }
-  // Before the copy, so that it converts f32 -> bf16 one tensor at a time.
-  if (linear_dtype == DType::bf16) nn::make_linear_weights_bf16(*model);
-  const std::string optim_prefix = "optim.";
-  nn::Module::ShapeList shapes;
-  for (const io::SafetensorsEntry& e : file->entries())
-    if (!e.name.starts_with(optim_prefix)) shapes.emplace_back(e.name, e.shape);
-  const std::string why = model->shape_mismatch(shapes, /*strict=*/true, /*max_listed=*/5);
-  if (!why.empty()) fail("load_checkpoint: '", checkpoint, "' is for another model: ", why);
-  model->load_safetensors_streamed(*file, /*strict=*/true, optim_prefix);   // checked above: cannot fail now
-  model->eval();
-  return model;
-}
-
-std::shared_ptr<models::ImageClassifier> load_classifier(const std::string& checkpoint) {
-  return load_classifier(checkpoint, DType::f32);
 }
 
 std::unique_ptr<Task> make_image_classification_task(const TrainConfig& cfg) {

@@ -14,7 +14,7 @@
 #include "attn/io/base64.h"
 #include "attn/io/safetensors.h"
 #include "attn/ops/loss.h"
-#include "attn/train/plot.h"
+#include "attn/viz/plot.h"
 #include "attn/train/progress.h"
 
 namespace attn::train {

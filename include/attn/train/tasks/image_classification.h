@@ -5,8 +5,8 @@
 //   train::TrainConfig cfg;  cfg.model = "deit_fmnist_distilled";  cfg.image.augment = true;
 //   cfg.image.teacher = "runs/resnet/checkpoint.safetensors";  cfg.image.distill = "hard";
 //   train::TrainResult r = train::train(cfg);   // r.metric("test_accuracy"), "test_accuracy_cls", ...
-//   auto m = train::load_classifier(r.checkpoint);
-//   auto [mean, std] = train::dataset_normalization("fashion-mnist");
+//   auto m = models::load_classifier_checkpoint(r.checkpoint);     // models/pretrained.h
+//   auto [mean, std] = data::dataset_normalization("fashion-mnist");
 //   train::EvalResult e = train::evaluate(*m, data::FashionMnist::load(dir, data::Split::test), mean, std);
 //
 // Data (cfg.data): "fashion-mnist" (default; its fixed validation split held out of the training
@@ -23,7 +23,6 @@
 #include <utility>
 #include <vector>
 
-#include "attn/core/dtype.h"
 #include "attn/data/dataset.h"
 #include "attn/models/registry.h"
 #include "attn/train/trainer.h"
@@ -43,15 +42,6 @@ struct EvalResult {
 // Accuracy and mean cross-entropy on a dataset (eval mode, no grad), normalised as in training.
 EvalResult evaluate(models::ImageClassifier& model, const data::Dataset& ds, const std::vector<float>& mean,
                     const std::vector<float>& std, int64_t batch = 256, int64_t limit = 0);
-
-// Normalisation constants of a dataset name ("fashion-mnist": mean 0.2860, std 0.3530; folders 0.5, 0.5).
-std::pair<std::vector<float>, std::vector<float>> dataset_normalization(const std::string& data);
-
-// The model of a checkpoint, rebuilt from its config and loaded (strict).
-std::shared_ptr<models::ImageClassifier> load_classifier(const std::string& checkpoint);
-// The same, streamed (one tensor at a time from the file) into a model whose Linear weights are
-// `linear_dtype` (DType::bf16: converted tensor by tensor, the f32 copy never held whole).
-std::shared_ptr<models::ImageClassifier> load_classifier(const std::string& checkpoint, DType linear_dtype);
 
 // The task (registered as models::kImageClassification).
 std::unique_ptr<Task> make_image_classification_task(const TrainConfig& cfg);

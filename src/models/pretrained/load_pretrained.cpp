@@ -1,0 +1,234 @@
+// load_pretrained: an attn checkpoint or foreign ViT / DeiT weights -> model, preprocessing, class
+// names; see attn/models/pretrained.h.
+#include "attn/models/pretrained.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "attn/core/error.h"
+#include "attn/data/dataset.h"
+#include "attn/data/fashion_mnist.h"
+#include "attn/io/checkpoint.h"
+#include "attn/models/name_maps.h"
+#include "attn/nn/init.h"
+#include "attn/nn/linear.h"
+
+namespace attn::models {
+
+namespace {
+
+nlohmann::json read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  ATTN_CHECK(in.good(), "foreign weights: cannot open config '", path, "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    return nlohmann::json::parse(ss.str());
+  } catch (const std::exception& e) {
+    fail("foreign weights: config '", path, "' is not valid JSON: ", e.what());
+  }
+}
+
+// id2label ({"0": "tench, Tinca tinca", ...}) as a list of num_classes names, or empty when it does not
+// name every class or only has transformers' placeholders (LABEL_0, ...).
+std::vector<std::string> names_from_id2label(const nlohmann::json& j, int64_t num_classes) {
+  if (!j.is_object() || int64_t(j.size()) != num_classes) return {};
+  std::vector<std::string> names(static_cast<size_t>(num_classes));
+  bool placeholder = true;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    char* end = nullptr;
+    const long k = std::strtol(it.key().c_str(), &end, 10);
+    if (!end || *end != '\0' || k < 0 || k >= num_classes || !it.value().is_string()) return {};
+    names[size_t(k)] = it.value().get<std::string>();
+    if (names[size_t(k)] != "LABEL_" + std::to_string(k)) placeholder = false;
+  }
+  return placeholder ? std::vector<std::string>{} : names;
+}
+
+// The model of an open checkpoint (see load_classifier_checkpoint).
+std::shared_ptr<ImageClassifier> load_model(const io::SafetensorsReader& file, const nlohmann::json& meta,
+                                            DType linear_dtype) {
+  ATTN_CHECK(linear_dtype == DType::f32 || linear_dtype == DType::bf16, "load: expected the Linear weights' dtype "
+             "f32 or bf16, got ", dtype_name(linear_dtype));
+  const nlohmann::json cfg = meta.contains("config") ? meta["config"] : nlohmann::json();
+  ATTN_CHECK(cfg.is_object() && cfg.contains("model"),
+             "load: checkpoint '", file.path(), "' has no model config (expected __metadata__.config with a "
+             "\"model\" name)");
+  std::shared_ptr<ImageClassifier> model;
+  {
+    // The strict load below overwrites every parameter.
+    nn::init::SkipRandomInit skip(nn::init::SkipRandomInit::Fill::none);
+    model = create_model(cfg["model"].get<std::string>(), cfg);
+  }
+  // Before the copy, so that it converts f32 -> bf16 one tensor at a time.
+  if (linear_dtype == DType::bf16) nn::make_linear_weights_bf16(*model);
+  const std::string optim_prefix = io::kCheckpointOptimizerPrefix;
+  nn::Module::ShapeList shapes;
+  for (const io::SafetensorsEntry& e : file.entries())
+    if (!e.name.starts_with(optim_prefix)) shapes.emplace_back(e.name, e.shape);
+  const std::string why = model->shape_mismatch(shapes, /*strict=*/true, /*max_listed=*/5);
+  if (!why.empty()) fail("load_checkpoint: '", file.path(), "' is for another model: ", why);
+  model->load_state_dict(file, {.strict = true, .skip_prefix = optim_prefix});   // checked above: cannot fail now
+  model->eval();
+  return model;
+}
+
+Pretrained from_checkpoint(const PretrainedSource& s) {
+  Pretrained p;
+  const io::SafetensorsReader file = io::open_checkpoint(s.path);
+  p.metadata = io::checkpoint_metadata(file);
+  const CheckpointInputs in = checkpoint_inputs(p.metadata, s.path);
+  p.model = load_model(file, p.metadata, s.linear_dtype);
+  p.model_name = p.metadata["config"].value("model", std::string("?"));
+  if (p.metadata.contains("id2label")) p.labels = names_from_id2label(p.metadata["id2label"], in.num_classes);
+  if (p.metadata.contains("source_format") && p.metadata["source_format"].is_string()) {
+    // Converted foreign weights: their source's eval transform.
+    p.source = p.metadata["source_format"].get<std::string>();
+    p.preprocess = data::preset_for(p.model_name, data::parse_weight_source(p.source), in.image_size);
+  } else {
+    // Trained by attn: resized to the model's size and normalised as in training.
+    p.source = "attn";
+    p.data = in.data;
+    p.preprocess.resize_size = p.preprocess.crop_size = in.image_size;
+    p.preprocess.squash = true;
+    p.preprocess.interpolation = data::Resample::bilinear;
+    p.preprocess.mean = in.mean;
+    p.preprocess.std = in.std;
+    bool numbered = true;
+    for (size_t k = 0; k < in.class_names.size(); ++k)
+      if (in.class_names[k] != "class " + std::to_string(k)) numbered = false;
+    if (!numbered) p.labels = in.class_names;
+  }
+  p.preprocess.channels = in.channels;
+  if (p.labels.empty() && in.num_classes == 1000) p.labels = data::imagenet_class_names();
+  return p;
+}
+
+Pretrained from_foreign(const PretrainedSource& s) {
+  ATTN_CHECK(!s.model.empty(), "load_pretrained: the foreign weights '", s.path,
+             "' need the registry name of their model (e.g. vit_base_patch16_224)");
+  // The header only: the tensors are streamed into the model one layer at a time (load_foreign_vit).
+  const io::SafetensorsReader f(s.path);
+  ForeignVitOptions opt;
+  opt.linear_dtype = s.linear_dtype;
+  opt.model = s.model;
+  opt.overrides = s.model_config;
+  opt.image_size = s.image_size;
+  opt.pos_embed_antialias = s.pos_embed_antialias;
+  const WeightFormat fmt = s.format == "auto" ? detect_weight_format(f) : parse_weight_format(s.format);
+  opt.format = fmt;
+  std::string cfg_path = s.hf_config;
+  if (cfg_path.empty() && fmt == WeightFormat::hf) {   // config.json beside the weights, as transformers keeps it
+    const size_t slash = s.path.find_last_of('/');
+    const std::string beside =
+        (slash == std::string::npos ? std::string() : s.path.substr(0, slash + 1)) + "config.json";
+    if (std::ifstream(beside).good()) cfg_path = beside;
+  }
+  if (!cfg_path.empty()) opt.hf_config = read_json_file(cfg_path);
+  ForeignVit r = load_foreign_vit(f, opt);
+  Pretrained p;
+  p.model = r.model;
+  p.model->eval();
+  p.model_name = s.model;
+  p.source = weight_format_name(fmt);
+  p.pos_embed_resampled = r.pos_embed_resampled;
+  const VitConfig& c = r.model->cfg();
+  p.preprocess = data::preset_for(s.model, data::parse_weight_source(p.source), c.image_size);
+  p.preprocess.channels = c.in_channels;
+  p.metadata = {{"source_format", p.source}, {"source", s.path}};
+  if (opt.hf_config.is_object() && opt.hf_config.contains("id2label")) {
+    p.metadata["id2label"] = opt.hf_config["id2label"];
+    p.labels = names_from_id2label(opt.hf_config["id2label"], c.num_classes);
+  }
+  if (p.labels.empty() && c.num_classes == 1000) p.labels = data::imagenet_class_names();
+  return p;
+}
+
+}  // namespace
+
+PretrainedSource PretrainedSource::checkpoint(const std::string& path) {
+  PretrainedSource s;
+  s.path = path;
+  s.kind = WeightsKind::attn_checkpoint;
+  return s;
+}
+
+PretrainedSource PretrainedSource::foreign(const std::string& path, const std::string& model) {
+  PretrainedSource s;
+  s.path = path;
+  s.kind = WeightsKind::foreign;
+  s.model = model;
+  return s;
+}
+
+Pretrained load_pretrained(const PretrainedSource& s) {
+  const bool checkpoint = s.kind == WeightsKind::attn_checkpoint ||
+                          (s.kind == WeightsKind::detect && is_attn_checkpoint(s.path));
+  if (s.kind == WeightsKind::attn_checkpoint)
+    ATTN_CHECK(s.model.empty() && s.format == "auto" && s.hf_config.empty() &&
+                   (s.model_config.is_null() || s.model_config.empty()) && s.image_size == 0 && !s.pos_embed_antialias,
+               "load_pretrained: '", s.path, "' is an attn checkpoint, which describes its own model: model, format, "
+               "hf_config, model_config, image_size and pos_embed_antialias are for foreign weights");
+  Pretrained p = checkpoint ? from_checkpoint(s) : from_foreign(s);
+  const int64_t model_size = p.preprocess.crop_size;
+  p.preprocess = data::apply_overrides(p.preprocess, s.preprocess);
+  ATTN_CHECK(p.preprocess.crop_size == model_size, "load_pretrained: the crop (", p.preprocess.crop_size,
+             ") must equal the model's image size (", model_size, ")");
+  // Inference only from here on: no forward pass re-packs a weight.
+  if (s.pack_linear_weights) nn::pack_linear_weights(*p.model);
+  return p;
+}
+
+std::shared_ptr<ImageClassifier> load_classifier_checkpoint(const std::string& path, DType linear_dtype) {
+  const io::SafetensorsReader file = io::open_checkpoint(path);
+  return load_model(file, io::checkpoint_metadata(file), linear_dtype);
+}
+
+bool is_attn_checkpoint(const std::string& path) {
+  try {
+    io::open_checkpoint(path);   // the header only
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+CheckpointInputs checkpoint_inputs(const std::string& checkpoint) {
+  return checkpoint_inputs(io::read_checkpoint_metadata(checkpoint), checkpoint);
+}
+
+CheckpointInputs checkpoint_inputs(const nlohmann::json& meta, const std::string& checkpoint) {
+  ATTN_CHECK(meta.contains("config") && meta["config"].is_object(), "checkpoint_inputs: checkpoint '", checkpoint,
+             "' has no model config");
+  const nlohmann::json& cfg = meta["config"];
+  for (const char* key : {"image_size", "in_channels", "num_classes"})
+    ATTN_CHECK(cfg.contains(key) && cfg[key].is_number_integer(), "checkpoint_inputs: the model config of '",
+               checkpoint, "' has no integer \"", key, "\"");
+  CheckpointInputs in;
+  in.image_size = cfg["image_size"].get<int64_t>();
+  in.channels = cfg["in_channels"].get<int64_t>();
+  in.num_classes = cfg["num_classes"].get<int64_t>();
+  const nlohmann::json ts = meta.value("train_state", nlohmann::json::object());
+  if (ts.is_object() && ts.contains("data") && ts["data"].is_string()) in.data = ts["data"].get<std::string>();
+  if (ts.is_object() && ts.contains("mean") && ts.contains("std") && ts["mean"].is_array() && ts["std"].is_array()) {
+    in.mean = ts["mean"].get<std::vector<float>>();
+    in.std = ts["std"].get<std::vector<float>>();
+  } else {
+    std::tie(in.mean, in.std) = data::dataset_normalization(in.data);
+  }
+  const auto& fm = data::FashionMnist::class_names();
+  if (ts.is_object() && ts.contains("class_names") && ts["class_names"].is_array() &&
+      int64_t(ts["class_names"].size()) == in.num_classes &&
+      std::all_of(ts["class_names"].begin(), ts["class_names"].end(),
+                  [](const nlohmann::json& n) { return n.is_string(); })) {
+    in.class_names = ts["class_names"].get<std::vector<std::string>>();   // an image folder's (train --data DIR)
+  } else if (in.data == "fashion-mnist" && int64_t(fm.size()) == in.num_classes) {
+    in.class_names = fm;
+  } else {
+    for (int64_t k = 0; k < in.num_classes; ++k) in.class_names.push_back("class " + std::to_string(k));
+  }
+  return in;
+}
+
+}  // namespace attn::models
