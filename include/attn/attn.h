@@ -27,6 +27,7 @@
 #include "attn/ops/loss.h"
 #include "attn/ops/matmul.h"
 #include "attn/ops/norm.h"
+#include "attn/ops/optim_step.h"
 #include "attn/ops/pool.h"
 #include "attn/ops/reduce.h"
 #include "attn/ops/softmax.h"
