@@ -247,6 +247,17 @@ Bf16Gemm bf16_gemm_mode() {
 
 void set_bf16_gemm_emulated(bool on) { g_bf16_forced.store(on ? 1 : 0, std::memory_order_relaxed); }
 
+bool pack_linear_weight(Tensor& w) {
+  if (!w.defined()) return false;
+  if (w.is_gemm_packed()) return true;
+  // Only a weight that nothing else views or shares (tied weights, slices held elsewhere): the
+  // packed bytes are unreadable to every other op.
+  if (w.impl_ptr().use_count() != 1 || w.impl().storage.use_count() != 1) return false;
+  return kernels::gemm_pack_weight(w);
+}
+
+void unpack_linear_weight(Tensor& w) { kernels::gemm_unpack_weight(w); }
+
 const char* bf16_gemm_name(Bf16Gemm m) {
   return m == Bf16Gemm::native ? "native (oneDNN bf16 matmul)" : "emulated (f32 GEMM on bf16 values)";
 }
