@@ -7,6 +7,7 @@
 #pragma once
 // core
 #include "attn/core/dtype.h"
+#include "attn/core/env.h"
 #include "attn/core/error.h"
 #include "attn/core/isa.h"
 #include "attn/core/memory.h"
