@@ -10,7 +10,8 @@
 #
 # Left out of unity batches, by rule: files with their own ISA flags (*_avx2.cpp, *_avx512.cpp),
 # and kernel TUs that #define ATTN_KERNEL_TU before their includes (the macro would leak into the
-# files after them in a batch). A source can opt out with the SKIP_UNITY_BUILD_INCLUSION property;
+# files after them in a batch). The kernels compiled once per ISA (src/backend/cpu/isa/) are not
+# sources of the library target at all: CMakeLists.txt builds them as object libraries. A source can opt out with the SKIP_UNITY_BUILD_INCLUSION property;
 # ATTN_UNITY_SKIP lists those whose file-local names (anonymous namespace) clash with another file's.
 include_guard(GLOBAL)
 
@@ -42,6 +43,9 @@ set(ATTN_UNITY_SKIP
 function(_attn_isolated_sources out)
   set(result "")
   foreach(src ${ARGN})
+    if(src MATCHES "^\\$<")   # $<TARGET_OBJECTS:...>: objects built elsewhere
+      continue()
+    endif()
     file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR} ${src})
     if(src MATCHES "_(avx2|avx512)\\.cpp$" OR rel IN_LIST ATTN_UNITY_SKIP)
       list(APPEND result ${src})

@@ -7,6 +7,7 @@
 #pragma once
 // core
 #include "attn/core/dtype.h"
+#include "attn/core/env.h"
 #include "attn/core/error.h"
 #include "attn/core/isa.h"
 #include "attn/core/memory.h"
@@ -27,6 +28,7 @@
 #include "attn/ops/loss.h"
 #include "attn/ops/matmul.h"
 #include "attn/ops/norm.h"
+#include "attn/ops/optim_step.h"
 #include "attn/ops/pool.h"
 #include "attn/ops/reduce.h"
 #include "attn/ops/softmax.h"

@@ -1,8 +1,6 @@
 #include "attn/core/isa.h"
 
-#include <cstdlib>
-#include <cstring>
-
+#include "attn/core/env.h"
 #include "attn/core/error.h"
 
 namespace attn {
@@ -29,16 +27,11 @@ const char* isa_name(Isa isa) {
 }
 
 static Isa parse_env() {
-  const char* e = std::getenv("ATTN_ISA");
-  if (!e || !*e) return detected_isa();
-  Isa want;
-  if (!std::strcmp(e, "avx512")) want = Isa::avx512;
-  else if (!std::strcmp(e, "avx2")) want = Isa::avx2;
-  else if (!std::strcmp(e, "scalar")) want = Isa::scalar;
-  else fail("ATTN_ISA: expected avx512, avx2 or scalar, got '", e, "'");
-  if (int(want) > int(detected_isa()))
-    fail("ATTN_ISA=", e, ": this CPU supports at most ", isa_name(detected_isa()));
-  return want;
+  const std::optional<Isa> want = env::isa();
+  if (!want) return detected_isa();
+  if (int(*want) > int(detected_isa()))
+    fail("ATTN_ISA=", isa_name(*want), ": this CPU supports at most ", isa_name(detected_isa()));
+  return *want;
 }
 
 static Isa& active() {

@@ -12,8 +12,8 @@
 #include <cstdlib>
 #include <list>
 #include <mutex>
-#include <string>
 
+#include "attn/core/env.h"
 #include "attn/core/error.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -105,10 +105,7 @@ BlockCache& cache() {
 
 // ATTN_BLOCK_CACHE=0 turns the cache off (every tensor from malloc, as sanitizer builds do).
 bool cache_on() {
-  static const bool on = [] {
-    const char* e = std::getenv("ATTN_BLOCK_CACHE");
-    return !(e && std::string(e) == "0");
-  }();
+  static const bool on = env::block_cache();
   return on;
 }
 

@@ -3,15 +3,17 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cstdlib>
+#include <optional>
+
+#include "attn/core/env.h"
 
 namespace attn {
 
 namespace {
 int initial_threads() {
-  if (const char* e = std::getenv("ATTN_NUM_THREADS")) {
-    int n = std::atoi(e);
-    if (n > 0) { omp_set_num_threads(n); return n; }
+  if (const std::optional<int> n = env::num_threads()) {
+    omp_set_num_threads(*n);
+    return *n;
   }
   return omp_get_max_threads();
 }

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <tuple>
 
 #include "attn/autograd/grad_mode.h"
+#include "attn/core/env.h"
 #include "attn/core/parallel.h"
 #include "attn/nn/conv.h"
 #include "attn/nn/init.h"
@@ -128,6 +128,7 @@ VisionTransformer::VisionTransformer(const VitConfig& c, std::string name) : cfg
   ATTN_CHECK(c.global_pool == "token" || c.global_pool == "avg", "vit: global_pool must be token or avg, got '",
              c.global_pool, "'");
   ATTN_CHECK(!(c.distilled && c.global_pool == "avg"), "vit: a distilled (DeiT) model pools the class token");
+  chunk_setting_ = env::vit_chunk().value_or(kAutoChunk);
   Generator& g = default_generator();
   patch_embed_ = register_module("patch_embed", std::make_shared<PatchEmbed>(c));
   cls_token_ = &register_parameter("cls_token", Tensor::zeros({1, 1, c.dim}));
@@ -226,9 +227,14 @@ std::pair<Tensor, Tensor> VisionTransformer::forward_head(const Tensor& f) const
   return {cls, dist};
 }
 
+void VisionTransformer::set_inference_chunk(int64_t n) {
+  ATTN_CHECK(n >= 0 || n == kAutoChunk, "set_inference_chunk: expected a slice of n >= 0 images (0: the batch whole) "
+             "or kAutoChunk (", kAutoChunk, "), got ", n);
+  chunk_setting_ = n;
+}
+
 int64_t VisionTransformer::inference_chunk() const {
-  static const char* env = std::getenv("ATTN_VIT_CHUNK");
-  if (env) return std::max<int64_t>(0, std::atoll(env));
+  if (chunk_setting_ != kAutoChunk) return chunk_setting_;
   const int64_t d = cfg_.dim, hidden = int64_t(double(d) * cfg_.mlp_ratio);
   const int64_t t = grid() * grid() + num_prefix_tokens();
   // Large layers (ViT-B: 28 MB of weights each) stream their weights from memory once per slice:

@@ -6,7 +6,6 @@
 #include "attn/core/memory.h"
 #include "attn/nn/init.h"
 #include "attn/ops/matmul.h"
-#include "../backend/cpu/gemm.h"
 
 namespace attn::nn {
 
@@ -86,21 +85,15 @@ std::vector<Linear*> linears_of(Module& m) {
 
 int64_t pack_linear_weights(Module& m) {
   int64_t packed = 0;
-  for (Linear* l : linears_of(m)) {
-    Tensor& w = l->weight;
-    if (w.is_gemm_packed()) { ++packed; continue; }
-    // Only a weight that nothing else views or shares (tied weights, slices held elsewhere): the
-    // packed bytes are unreadable to every other op.
-    if (w.impl_ptr().use_count() != 1 || w.impl().storage.use_count() != 1) continue;
-    if (kernels::gemm_pack_weight(w)) ++packed;
-  }
+  for (Linear* l : linears_of(m))
+    if (pack_linear_weight(l->weight)) ++packed;   // declines tied or shared weights
   return packed;
 }
 
 int64_t unpack_linear_weights(Module& m) {
   int64_t n = 0;
   for (Linear* l : linears_of(m))
-    if (l->weight.is_gemm_packed()) kernels::gemm_unpack_weight(l->weight), ++n;
+    if (l->weight.is_gemm_packed()) unpack_linear_weight(l->weight), ++n;
   return n;
 }
 

@@ -1,5 +1,5 @@
 // scaled_dot_product_attention: validation, the choice between the naive path
-// (backend/reference/attention_reference.cpp) and the fused kernels (backend/cpu/attention_fused*),
+// (attention_naive.cpp, composed of differentiable ops) and the fused kernels (backend/cpu/attention_fused*),
 // and the fused path's autograd node (backward beside forward, as every op here).
 #include "attn/ops/attention.h"
 
@@ -11,7 +11,7 @@
 #include "attn/autograd/node.h"
 #include "attn/core/parallel.h"
 #include "../backend/cpu/attention_fused.h"
-#include "../backend/reference/attention_reference.h"
+#include "attention_naive.h"
 
 namespace attn {
 

@@ -4,11 +4,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 
 #include "attn/autograd/grad_mode.h"
 #include "attn/autograd/node.h"
+#include "attn/core/env.h"
 #include "attn/ops/elementwise.h"
 #include "attn/ops/reduce.h"
 #include "../backend/cpu/gemm.h"
@@ -157,16 +156,7 @@ struct LinearNode : autograd::Node {
 }  // namespace
 
 namespace {
-std::atomic<int> g_bf16_forced{-1};   // -1: not yet read from the environment
-bool bf16_emulation_forced() {
-  int v = g_bf16_forced.load(std::memory_order_relaxed);
-  if (v < 0) {
-    const char* e = std::getenv("ATTN_BF16_GEMM");
-    v = (e && !std::strcmp(e, "emulate")) ? 1 : 0;
-    g_bf16_forced.store(v, std::memory_order_relaxed);
-  }
-  return v == 1;
-}
+std::atomic<int> g_bf16_forced{-1};   // -1: not yet set, the default from ATTN_BF16_GEMM to be read
 
 // The emulated bf16 GEMM (no bf16 matmul on this CPU): c (M, N) = xf (M, K) · f32(w)ᵀ + b, xf already
 // rounded to bf16 values. The weight is widened to f32 a block of rows at a time into one buffer that
@@ -241,11 +231,31 @@ Tensor linear_packed_weight(const Tensor& x, const Tensor& w, const Tensor& bias
 
 bool bf16_gemm_native_available() { return kernels::gemm_onednn_bf16_native(); }
 
+bool bf16_gemm_emulation_forced() {
+  int v = g_bf16_forced.load(std::memory_order_relaxed);
+  if (v < 0) {
+    v = env::bf16_gemm_emulate() ? 1 : 0;
+    g_bf16_forced.store(v, std::memory_order_relaxed);
+  }
+  return v == 1;
+}
+
 Bf16Gemm bf16_gemm_mode() {
-  return !bf16_emulation_forced() && kernels::gemm_onednn_bf16_native() ? Bf16Gemm::native : Bf16Gemm::emulated;
+  return !bf16_gemm_emulation_forced() && kernels::gemm_onednn_bf16_native() ? Bf16Gemm::native : Bf16Gemm::emulated;
 }
 
 void set_bf16_gemm_emulated(bool on) { g_bf16_forced.store(on ? 1 : 0, std::memory_order_relaxed); }
+
+bool pack_linear_weight(Tensor& w) {
+  if (!w.defined()) return false;
+  if (w.is_gemm_packed()) return true;
+  // Only a weight that nothing else views or shares (tied weights, slices held elsewhere): the
+  // packed bytes are unreadable to every other op.
+  if (w.impl_ptr().use_count() != 1 || w.impl().storage.use_count() != 1) return false;
+  return kernels::gemm_pack_weight(w);
+}
+
+void unpack_linear_weight(Tensor& w) { kernels::gemm_unpack_weight(w); }
 
 const char* bf16_gemm_name(Bf16Gemm m) {
   return m == Bf16Gemm::native ? "native (oneDNN bf16 matmul)" : "emulated (f32 GEMM on bf16 values)";

@@ -184,6 +184,46 @@ TEST(VitModels, ParameterTotalsAndMacsMatchTorchvision) {
   check_totals({{"vit_base_patch16_224", "vit_b_16"}});
 }
 
+// The slice size as an option: set_inference_chunk(n) gives the logits of ATTN_VIT_CHUNK=n (the
+// variable only sets the default, when the model is built) bit for bit, and those of the batch
+// whole (set_inference_chunk(0)) up to the GEMMs' rounding at another batch size.
+TEST(VitModels, InferenceChunkOptionEqualsTheVariableAndTheWholeBatch) {
+  auto build = [](const char* chunk_variable) {
+    const char* old = std::getenv("ATTN_VIT_CHUNK");
+    const std::string saved = old ? old : "";
+    if (chunk_variable) setenv("ATTN_VIT_CHUNK", chunk_variable, 1);
+    else unsetenv("ATTN_VIT_CHUNK");
+    manual_seed(7);
+    auto m = std::dynamic_pointer_cast<models::VisionTransformer>(models::create_model("deit_fmnist_small_distilled"));
+    if (old) setenv("ATTN_VIT_CHUNK", saved.c_str(), 1);
+    else unsetenv("ATTN_VIT_CHUNK");
+    m->eval();
+    return m;
+  };
+  auto by_option = build(nullptr), by_variable = build("5");
+  EXPECT_EQ(by_option->inference_chunk_setting(), models::VisionTransformer::kAutoChunk);
+  EXPECT_EQ(by_variable->inference_chunk_setting(), 5);
+  EXPECT_EQ(by_variable->inference_chunk(), 5);
+  by_option->set_inference_chunk(5);
+  EXPECT_EQ(by_option->inference_chunk(), 5);
+  Generator g(8);
+  const Tensor x = randn({13, 1, 28, 28}, g);   // slices of 5, 5 and 3
+  NoGradGuard ng;
+  const Tensor sliced = by_option->forward(x);
+  EXPECT_EQ(sliced.to_vector<float>(), by_variable->forward(x).to_vector<float>()) << "option vs ATTN_VIT_CHUNK=5";
+  by_option->set_inference_chunk(0);
+  EXPECT_EQ(by_option->inference_chunk(), 0);
+  EXPECT_TENSOR_NEAR(sliced, by_option->forward(x), 1e-5, 1e-5) << "slices of 5 vs the batch whole";
+  by_option->set_inference_chunk(models::VisionTransformer::kAutoChunk);
+  EXPECT_GT(by_option->inference_chunk(), 0) << "automatic: a small model runs in slices";
+  try {
+    by_option->set_inference_chunk(-3);
+    FAIL() << "expected an error for a negative slice";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("got -3"), std::string::npos) << e.what();
+  }
+}
+
 // ViT-B/32, ViT-L/16 and ViT-H/14 (1.02G parameters between them) take minutes to initialise on
 // 2 cores: run with ATTN_SLOW_TESTS=1.
 TEST(VitModels, LargeParameterTotalsMatchTorchvision) {
@@ -202,7 +242,8 @@ TEST(VitModels, EvalInferenceInSlicesEqualsTheWholeBatch) {
     ASSERT_NE(m, nullptr) << name;
     m->eval();
     const int64_t chunk = m->inference_chunk();
-    ASSERT_GT(chunk, 0) << name << ": a small model's inference should run in slices (ATTN_VIT_CHUNK=0 turns them off)";
+    ASSERT_GT(chunk, 0) << name << ": a small model's inference should run in slices (set_inference_chunk(0) or "
+                                   "ATTN_VIT_CHUNK=0 turns them off)";
     const int64_t B = 2 * chunk + 3;
     Generator g(6);
     Tensor x = randn({B, 1, 28, 28}, g);

@@ -139,6 +139,32 @@ TEST(PackedLinear, SharedWeightIsLeftPlain) {
   (void)view;
 }
 
+// The ops-level call nn::pack_linear_weights runs: declines a weight another tensor views, packs a
+// plain one where oneDNN has a blocked layout (same outputs), and unpacks it bit for bit.
+TEST(PackedLinear, OpsLevelPackAndUnpack) {
+  Generator g(9);
+  Tensor w = randn({128, 64}, g);
+  const Tensor plain = w.clone();
+  {
+    const Tensor view = w.slice(0, 0, 64);
+    EXPECT_FALSE(pack_linear_weight(w)) << "a viewed weight stays plain";
+    EXPECT_FALSE(w.is_gemm_packed());
+  }
+  const bool packed = pack_linear_weight(w);
+  if (packing_expected()) EXPECT_TRUE(packed);
+  if (onednn_below_avx512()) EXPECT_FALSE(packed);
+  EXPECT_EQ(w.is_gemm_packed(), packed);
+  if (packed) {
+    EXPECT_TRUE(pack_linear_weight(w)) << "packed already";
+    NoGradGuard ng;
+    const Tensor x = randn({5, 64}, g);
+    expect_close(linear(x, w), linear(x, plain), 1e-5, "packed vs plain");
+    unpack_linear_weight(w);
+  }
+  EXPECT_FALSE(w.is_gemm_packed());
+  EXPECT_EQ(w.to_vector<float>(), plain.to_vector<float>());
+}
+
 TEST(PackedLinear, VitLogitsUnchanged) {
   // A DeiT-Ti-shaped ViT, smaller: every block's qkv / proj / fc1 / fc2 packs; the 10-class head
   // (10 not a multiple of the kernel's block) stays plain.

@@ -10,9 +10,9 @@
 #include "attn/nn/module.h"
 #include "attn/optim/adam.h"
 #include "attn/optim/sgd.h"
+#include "backend/cpu/adam_kernels.h"
 #include "errors.h"
 #include "isa.h"
-#include "optim/adam_kernels.h"
 #include "torch_ref.h"
 
 using namespace attn;
@@ -346,14 +346,14 @@ TEST(AdamKernel, Avx2MatchesReference) {
         const float specials[] = {INFINITY, -INFINITY, NAN, 1e30f, 1e-30f, 0.f, -0.f};
         for (int64_t i = 0; i < n; i += 3) gv[size_t(i)] = specials[(i / 3) % 7];
         gr = Tensor::from_vector(gv, {n});
-        const optim::kernels::AdamScalars sc{0.9, 0.999, 1e-8, 0.05, 1.0 - 1e-3 * 0.05, std::sqrt(1.0 - 0.999 * 0.999),
-                                             -1e-3 / (1.0 - 0.9 * 0.9), decoupled};
+        const kernels::AdamScalars sc{0.9, 0.999, 1e-8, 0.05, 1.0 - 1e-3 * 0.05, std::sqrt(1.0 - 0.999 * 0.999),
+                                      -1e-3 / (1.0 - 0.9 * 0.9), decoupled};
         Tensor p1 = p.clone(), m1 = m.clone(), v1 = v.clone(), x1 = vmax.clone();
         Tensor p2 = p.clone(), m2 = m.clone(), v2 = v.clone(), x2 = vmax.clone();
-        optim::kernels::adam_reference<float>(p1.data<float>(), gr.data<float>(), m1.data<float>(), v1.data<float>(),
-                                              ams ? x1.data<float>() : nullptr, n, sc);
-        optim::kernels::adam_f32_avx2(p2.data<float>(), gr.data<float>(), m2.data<float>(), v2.data<float>(),
-                                      ams ? x2.data<float>() : nullptr, n, sc);
+        kernels::adam_reference<float>(p1.data<float>(), gr.data<float>(), m1.data<float>(), v1.data<float>(),
+                                       ams ? x1.data<float>() : nullptr, n, sc);
+        kernels::adam_f32_avx2(p2.data<float>(), gr.data<float>(), m2.data<float>(), v2.data<float>(),
+                               ams ? x2.data<float>() : nullptr, n, sc);
         const std::string what = "n=" + std::to_string(n) + (decoupled ? " adamw" : " adam") + (ams ? " amsgrad" : "");
         EXPECT_TENSOR_NEAR(p2, p1, 1e-6, 1e-6) << what;
         EXPECT_TENSOR_NEAR(m2, m1, 1e-6, 1e-6) << what;
@@ -362,4 +362,34 @@ TEST(AdamKernel, Avx2MatchesReference) {
       }
     }
   }
+}
+
+// attn::adam_step_, the op optim::AdamW runs: two AdamW steps (AMSGrad, weight decay) through the
+// optimizer equal two calls of the op on copies of the tensors, bit for bit.
+TEST(AdamStep, IsTheUpdateOfAdamW) {
+  Generator g(12);
+  const Tensor p0 = randn({37}, g), g1 = randn({37}, g), g2 = randn({37}, g);
+  Tensor param = p0.clone().requires_grad_();
+  optim::AdamW opt({param}, {.lr = 1e-2, .weight_decay = 0.1, .amsgrad = true});
+  Tensor p = p0.clone(), m = Tensor::zeros({37}), v = Tensor::zeros({37}), vmax = Tensor::zeros({37});
+  for (int t = 1; t <= 2; ++t) {
+    const Tensor& gt = t == 1 ? g1 : g2;
+    param.set_grad(gt.clone());
+    opt.step();
+    adam_step_(p, gt, m, v, &vmax, AdamStep{.lr = 1e-2, .weight_decay = 0.1, .step = double(t), .decoupled = true});
+    EXPECT_EQ(p.to_vector<float>(), param.detach().to_vector<float>()) << "step " << t;
+  }
+}
+
+TEST(AdamStep, RejectsStateOfAnotherShapeOrDtype) {
+  Tensor p = Tensor::zeros({4}), grad = Tensor::zeros({4}), m = Tensor::zeros({4}), v = Tensor::zeros({5});
+  try {
+    adam_step_(p, grad, m, v, nullptr, AdamStep{});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("adam_step_: expected exp_avg_sq of param's shape [4]"), std::string::npos)
+        << e.what();
+  }
+  Tensor vd = Tensor::zeros({4}, DType::f64);
+  EXPECT_THROW(adam_step_(p, grad, m, vd, nullptr, AdamStep{}), Error);
 }

@@ -9,6 +9,7 @@
 //   m->set_distilled_output(models::DistilledOutput::softmax_sum);   // DeiT: softmax(cls) + softmax(dist)
 //   auto [cls, dist] = m->forward_heads(images);      // DeiT: the two heads apart (training)
 //   Tensor maps = m->attention_maps(images);          // (depth, B, NH, N, N), for rollout
+//   m->set_inference_chunk(32);                       // no-grad eval: the batch in slices of 32 images
 //
 // Forward, as the notes give it: image -> P x P patches -> linear embedding (a conv with
 // kernel = stride = P) -> prepend [class] (and DeiT's distillation) token -> + position
@@ -105,15 +106,22 @@ class VisionTransformer : public ImageClassifier {
   // The position embeddings of the patch tokens, (N, D) in raster order (the prefix tokens' rows
   // left out), detached; undefined with pos_embed "none".
   Tensor patch_position_embeddings() const;
-  // Images per slice of a no-grad eval forward (0: the batch whole); see forward_heads. From the
-  // layer sizes: small models only (a layer's weights <= 4 MiB, slices of >= 8 images), about 2 MiB
-  // of the widest activation per thread. The environment variable ATTN_VIT_CHUNK overrides it (0: off).
+  // Images per slice of a no-grad eval forward (0: the batch whole); see forward_heads. By default
+  // (kAutoChunk) from the layer sizes: small models only (a layer's weights <= 4 MiB, slices of >= 8
+  // images), about 2 MiB of the widest activation per thread.
   int64_t inference_chunk() const;
+  // Sets inference_chunk(): n > 0 slices of n images, 0 the batch whole, kAutoChunk from the layer
+  // sizes. The default, taken when the model is built: ATTN_VIT_CHUNK if set (docs/environment.md),
+  // else kAutoChunk. Slicing changes no result beyond the GEMMs' rounding at another batch size.
+  static constexpr int64_t kAutoChunk = -1;
+  void set_inference_chunk(int64_t n);
+  int64_t inference_chunk_setting() const { return chunk_setting_; }   // n, 0 or kAutoChunk
 
  private:
   Tensor embed(const Tensor& images) const;   // (B, T, D), tokens + positions, after pos_drop
   VitConfig cfg_;
   DistilledOutput distilled_output_ = DistilledOutput::mean_logits;
+  int64_t chunk_setting_ = kAutoChunk;   // set_inference_chunk; from ATTN_VIT_CHUNK when built
   std::shared_ptr<nn::Module> patch_embed_;   // "patch_embed" with "proj" (and "stem" for hybrids)
   Tensor* cls_token_ = nullptr;
   Tensor* dist_token_ = nullptr;

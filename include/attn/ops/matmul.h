@@ -3,6 +3,8 @@
 //   Tensor c = attn::matmul(a, b);                  // (..., M, K) @ (..., K, N), batch broadcast
 //   Tensor y = attn::linear(x, w, bias);            // x (..., K), w (N, K), bias (N): x wᵀ + b
 //   Tensor s = attn::matmul(q, k.transpose(-2, -1)) // transposed operand: no copy
+//   attn::set_bf16_gemm_emulated(true);             // bf16 weights: the f32 GEMM on bf16 values
+//   bool packed = attn::pack_linear_weight(w);      // inference: w in oneDNN's layout, in place
 //
 // Operands may be any strided view whose last two dims have a unit stride in one of them;
 // others are made contiguous first.
@@ -22,11 +24,25 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 
 enum class Bf16Gemm { native, emulated };
 // What linear() with a bf16 weight runs: native when oneDNN has a bf16 matmul for this CPU, unless
-// emulation is forced (set_bf16_gemm_emulated(true), or the environment's ATTN_BF16_GEMM=emulate).
+// emulation is forced.
 Bf16Gemm bf16_gemm_mode();
 bool bf16_gemm_native_available();
+// Forces the emulated bf16 GEMM (on) or lets linear() take the native one where there is one (off),
+// for the whole process. Until it is called, the default holds: forced when the environment has
+// ATTN_BF16_GEMM=emulate (read once, at the first query; docs/environment.md).
 void set_bf16_gemm_emulated(bool on);
+bool bf16_gemm_emulation_forced();        // the setting, or the default while it is unset
 const char* bf16_gemm_name(Bf16Gemm m);   // "native (oneDNN bf16 matmul)" | "emulated (f32 GEMM on bf16 values)"
+
+// Inference: packs a linear() weight w (N, K; f32 or bf16, contiguous, the whole of its storage) in
+// place into oneDNN's own blocked layout, so that no linear() call re-packs it (see
+// nn::pack_linear_weights for when it pays). Returns true if w is packed (now or before); false,
+// leaving w untouched, where another tensor views or shares it, where the packed layout would differ
+// in size, or where there is none better than the plain one. A packed weight goes only through
+// linear(), without gradients, until unpacked.
+bool pack_linear_weight(Tensor& w);
+// Back to the plain (N, K) layout, bit for bit; no-op on a weight that is not packed.
+void unpack_linear_weight(Tensor& w);
 
 namespace reference {
 // The test oracle: a triple loop in double, (M, K) @ (K, N) on 2-d tensors of any float dtype.

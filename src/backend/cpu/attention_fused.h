@@ -1,5 +1,5 @@
 // Internal: the fused (memory-efficient) attention kernels, f32, one implementation per ISA
-// (attention_fused_{scalar,avx2,avx512}.cpp, all built from attention_fused_kernels.h), and the
+// (isa/attention_fused.cpp compiled once per ISA from attention_fused_kernels.h), and the
 // table that picks one from attn::active_isa(). Called by src/ops/attention.cpp, which validates,
 // allocates, splits work items across threads and owns the autograd node.
 //

@@ -1,6 +1,6 @@
 // Internal: the fused attention kernels written once over a vector type V (VecScalar, VecAvx2,
-// VecAvx512) and instantiated by attention_fused_{scalar,avx2,avx512}.cpp. Include after the
-// vec_*.h header of the ISA. See attention_fused.h for the contract and the work split.
+// VecAvx512) and instantiated by isa/attention_fused.cpp, compiled once per ISA. Include after
+// isa/kernel_isa.h (the ISA's vec_*.h header). See attention_fused.h for the contract and the work split.
 //
 // Tiles: Q block (BQ × HS, pre-multiplied by the scale), K block (BK × HS), V block (BK × HSv).
 // Every product is one register-blocked GEMM, C (+)= A·B with A, B, C row-major, N a multiple of

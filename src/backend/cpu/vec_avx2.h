@@ -1,4 +1,4 @@
-// 8-lane AVX2+FMA float vector for the avx2 kernel path (internal; include only from *_avx2.cpp).
+// 8-lane AVX2+FMA float vector for the avx2 kernel path (internal; included by isa/kernel_isa.h).
 // Same interface as VecScalar (vec_scalar.h); tails use masked loads and stores.
 #pragma once
 #include <immintrin.h>

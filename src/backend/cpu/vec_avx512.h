@@ -1,5 +1,5 @@
-// 16-lane AVX-512 float vector for the avx512 kernel path (internal; include only from
-// *_avx512.cpp). Same interface as VecScalar (vec_scalar.h); tails use mask registers.
+// 16-lane AVX-512 float vector for the avx512 kernel path (internal; included by
+// isa/kernel_isa.h). Same interface as VecScalar (vec_scalar.h); tails use mask registers.
 #pragma once
 // GCC 12's avx512fintrin.h trips -Wmaybe-uninitialized on its own _mm512_undefined_* (a known
 // false positive); silence it for the TUs that include this header.

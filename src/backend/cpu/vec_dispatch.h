@@ -1,12 +1,13 @@
-// Row kernels for softmax, layer norm and GELU (internal): one implementation per ISA
-// (softmax_*.cpp, layer_norm_*.cpp, gelu_*.cpp built from the templates in vec_kernels.h), and
-// the table that picks one at run time from attn::active_isa().
+// Row kernels for softmax, layer norm, GELU and cross-entropy (internal): one implementation per ISA
+// (isa/softmax.cpp, layer_norm.cpp, gelu.cpp and cross_entropy.cpp, each compiled once per ISA from
+// the templates in vec_kernels.h), and the table that picks one at run time from attn::active_isa().
 //
 //   const auto& k = attn::kernels::row_kernels();           // the active ISA's kernels
 //   k.softmax_fwd(x + r0 * n, y + r0 * n, r1 - r0, n, /*log=*/false);
 //
 // Every kernel is f32, serial, over `rows` contiguous rows of length n (or C); the callers
-// (src/ops/softmax.cpp, norm.cpp, fused.cpp, backend/cpu/unary.cpp) split rows across threads.
+// (src/ops/softmax.cpp, norm.cpp, fused.cpp, loss.cpp, backend/cpu/unary.cpp) split rows across
+// threads.
 // The ISA translation units define ATTN_KERNEL_TU and see only the declarations: nothing with
 // external linkage is shared between code compiled for different ISAs.
 #pragma once

@@ -1,9 +1,10 @@
 // The row kernels of vec_dispatch.h, written once over a vector type V (VecScalar, VecAvx2,
-// VecAvx512) and instantiated by softmax_*.cpp, layer_norm_*.cpp and gelu_*.cpp (internal).
+// VecAvx512) and instantiated by isa/softmax.cpp, layer_norm.cpp, gelu.cpp and cross_entropy.cpp,
+// each compiled once per ISA (internal; isa/kernel_isa.h defines Vec):
 //
-//   namespace attn::kernels::avx2 {
+//   namespace attn::kernels::ATTN_KERNEL_ISA {
 //   void softmax_fwd(const float* x, float* y, int64_t rows, int64_t n, bool log) {
-//     RowOps<VecAvx2>::softmax_fwd(x, y, rows, n, log);
+//     RowOps<Vec>::softmax_fwd(x, y, rows, n, log);
 //   }
 //   }
 //

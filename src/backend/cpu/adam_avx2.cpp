@@ -5,7 +5,7 @@
 
 #include "adam_kernels.h"
 
-namespace attn::optim::kernels {
+namespace attn::kernels {
 
 void adam_f32_avx2(float* p, const float* g, float* m, float* v, float* vmax, int64_t n, const AdamScalars& s) {
   const __m256 twd = _mm256_set1_ps(float(s.weight_decay)), decay = _mm256_set1_ps(float(s.decay));
@@ -39,4 +39,4 @@ void adam_f32_avx2(float* p, const float* g, float* m, float* v, float* vmax, in
   if (i < n) adam_reference<float>(p + i, g + i, m + i, v + i, vmax ? vmax + i : nullptr, n - i, s);
 }
 
-}  // namespace attn::optim::kernels
+}  // namespace attn::kernels

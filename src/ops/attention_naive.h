@@ -1,6 +1,7 @@
 // Internal: the naive (materialising) scaled dot-product attention — the oracle the fused kernel
 // is tested against, and the path for f64, need_weights, differentiable additive masks and the
-// sizes where it is faster. Inputs are validated by src/ops/attention.cpp.
+// sizes where it is faster. An op (a composite of differentiable ops), not a kernel: it lives in
+// src/ops beside attention.cpp, which validates its inputs.
 //
 //   auto r = attn::reference::sdpa_naive(q, k, v, mask, {0.125, true, 0, 0.0, &g, false});
 //

@@ -1,4 +1,5 @@
-// Internal: dropout's mask-and-scale kernels, scalar and AVX2 (src/ops/dropout_avx2.cpp).
+// Internal: dropout's mask-and-scale kernels, scalar (dropout.cpp) and AVX2 (dropout_avx2.cpp);
+// src/ops/dropout.cpp picks one from attn::active_isa().
 //
 //   y[i] = x[i] * (keep_i ? scale : 0),  keep_i = (philox word of element i) >> 8 >= threshold
 //

@@ -1,6 +1,6 @@
-// The naive scaled dot-product attention (see attention_reference.h): matmul -> scale -> mask ->
+// The naive scaled dot-product attention (see attention_naive.h): matmul -> scale -> mask ->
 // softmax -> (all-masked rows -> 0) -> dropout -> matmul, every step an autograd-recorded op.
-#include "attention_reference.h"
+#include "attention_naive.h"
 
 #include <cmath>
 

@@ -1,12 +1,14 @@
-// The fused Adam/AdamW element loop: a portable reference (any float type) and an AVX2 f32 kernel
-// (adam_avx2.cpp), chosen at run time from attn::active_isa(). Same operation order as
-// torch.optim (1.13): the AVX2 path fuses the multiply-adds (as torch's own vectorised add_ does),
-// so it may differ from the reference in the last bit.
+// Internal: the fused Adam/AdamW element loop, a portable reference (any float type) and an AVX2 f32
+// kernel (adam_avx2.cpp); src/ops/optim_step.cpp picks one at run time from attn::active_isa(). Same
+// operation order as torch.optim (1.13): the AVX2 path fuses the multiply-adds (as torch's own
+// vectorised add_ does), so it may differ from the reference in the last bit.
+//
+//   kernels::adam_reference<double>(p, g, m, v, /*vmax=*/nullptr, n, scalars);
 #pragma once
 #include <cmath>
 #include <cstdint>
 
-namespace attn::optim::kernels {
+namespace attn::kernels {
 
 struct AdamScalars {
   double beta1, beta2, eps, weight_decay;
@@ -42,4 +44,4 @@ void adam_reference(T* p, const T* g, T* m, T* v, T* vmax, int64_t n, const Adam
 
 void adam_f32_avx2(float* p, const float* g, float* m, float* v, float* vmax, int64_t n, const AdamScalars& s);
 
-}  // namespace attn::optim::kernels
+}  // namespace attn::kernels

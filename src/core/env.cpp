@@ -1,0 +1,88 @@
+// The environment variables attn reads (attn/core/env.h): the table and its readers, the only
+// std::getenv calls of the library and the CLI. docs/environment.md mirrors the table.
+#include "attn/core/env.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "attn/core/error.h"
+
+namespace attn::env {
+
+namespace {
+
+constexpr Variable kVariables[] = {
+    {"ATTN_NUM_THREADS", "a count > 0", "OpenMP's (OMP_NUM_THREADS, else one per core)",
+     "Threads of attn's kernels and of oneDNN; 0, negative or not a number: ignored.",
+     "attn::set_num_threads(n) (attn/core/parallel.h); the CLI's --threads", "the first parallel call"},
+    {"ATTN_ISA", "avx512 | avx2 | scalar", "the best the CPU supports (attn::detected_isa())",
+     "Caps the SIMD path of attn's own kernels (oneDNN has ONEDNN_MAX_CPU_ISA); a path the CPU lacks, or another "
+     "value, is an error.",
+     "attn::set_isa(attn::Isa::avx2) (attn/core/isa.h)", "the first kernel call"},
+    {"ATTN_BLOCK_CACHE", "0", "on (off in sanitizer builds)",
+     "0: every tensor comes from malloc instead of the cache of mapped blocks (for memory checkers); other "
+     "values: ignored.",
+     "none: fixed before the first tensor, since a block must go back where it came from; "
+     "attn::block_cache_enabled() (attn/core/memory.h) reports it",
+     "the first tensor of 1 MiB or more"},
+    {"ATTN_BF16_GEMM", "emulate", "native where oneDNN has a bf16 matmul for the CPU, else emulated",
+     "emulate: linear() with a bf16 weight runs the f32 GEMM on bf16 values even where a native bf16 matmul "
+     "exists; other values: ignored.",
+     "attn::set_bf16_gemm_emulated(true) (attn/ops/matmul.h)", "the first bf16 linear()"},
+    {"ATTN_VIT_CHUNK", "a count >= 0", "from the layer sizes (VisionTransformer::kAutoChunk)",
+     "Images per slice of a ViT's no-grad eval forward; 0 runs the batch whole. A negative value, or one that "
+     "does not start with a number, reads as 0.",
+     "VisionTransformer::set_inference_chunk(n) (attn/models/vit.h)", "each VisionTransformer when built"},
+    {"OMP_WAIT_POLICY", "ACTIVE | PASSIVE", "PASSIVE in the attn CLI; libgomp's own elsewhere",
+     "Read by libgomp when it loads. The CLI re-runs itself once with PASSIVE when it is unset (threads sleep "
+     "at barriers: much faster on a loaded machine).",
+     "none: libgomp reads it before main", "the CLI's start (cli/main.cpp)"},
+    {"ATTN_NO_REEXEC", "any value", "unset",
+     "Set: the CLI does not re-run itself to default OMP_WAIT_POLICY (the re-run sets it, so it happens once).",
+     "none: the CLI's start-up only", "the CLI's start (cli/main.cpp)"},
+};
+
+}  // namespace
+
+std::span<const Variable> variables() { return kVariables; }
+
+const Variable& variable(std::string_view name) {
+  for (const Variable& v : kVariables)
+    if (name == v.name) return v;
+  fail("attn::env: ", name, " is not one of attn's environment variables (attn/core/env.h)");
+}
+
+const char* raw(std::string_view name) { return std::getenv(variable(name).name); }
+
+std::optional<int> parse_num_threads(const char* value) {
+  if (!value) return std::nullopt;
+  const int n = std::atoi(value);
+  return n > 0 ? std::optional<int>(n) : std::nullopt;
+}
+std::optional<int> num_threads() { return parse_num_threads(raw("ATTN_NUM_THREADS")); }
+
+std::optional<Isa> parse_isa(const char* value) {
+  if (!value || !*value) return std::nullopt;
+  if (!std::strcmp(value, "avx512")) return Isa::avx512;
+  if (!std::strcmp(value, "avx2")) return Isa::avx2;
+  if (!std::strcmp(value, "scalar")) return Isa::scalar;
+  fail("ATTN_ISA: expected avx512, avx2 or scalar, got '", value, "'");
+}
+std::optional<Isa> isa() { return parse_isa(raw("ATTN_ISA")); }
+
+bool parse_block_cache(const char* value) { return !(value && !std::strcmp(value, "0")); }
+bool block_cache() { return parse_block_cache(raw("ATTN_BLOCK_CACHE")); }
+
+bool parse_bf16_gemm_emulate(const char* value) { return value && !std::strcmp(value, "emulate"); }
+bool bf16_gemm_emulate() { return parse_bf16_gemm_emulate(raw("ATTN_BF16_GEMM")); }
+
+std::optional<int64_t> parse_vit_chunk(const char* value) {
+  if (!value) return std::nullopt;
+  const long long n = std::atoll(value);
+  return n > 0 ? int64_t(n) : int64_t(0);
+}
+std::optional<int64_t> vit_chunk() { return parse_vit_chunk(raw("ATTN_VIT_CHUNK")); }
+
+bool cli_reexec_for_wait_policy() { return !raw("OMP_WAIT_POLICY") && !raw("ATTN_NO_REEXEC"); }
+
+}  // namespace attn::env
