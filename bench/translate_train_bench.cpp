@@ -1,5 +1,5 @@
 // Translation training, attn against PyTorch 1.13.1 on the SAME data, SentencePiece vocabulary, batches,
-// model configuration, schedule and number of steps (issue 6): the train_seq2seq recipe (label-smoothed
+// model configuration, schedule and number of steps: the translation task's recipe (label-smoothed
 // cross-entropy, Adam 0.9/0.98/1e-9, the inverse-square-root warm-up), timed in non-padded target tokens
 // per second, then greedy test BLEU for both, scored by the same attn code (text::corpus_bleu).
 //
@@ -9,7 +9,7 @@
 //   build/bench/translate_train_bench --steps N --peer-only                # ... and PyTorch's, later, on the same N batches
 //
 // What it does:
-//  1. splits and tokenizer exactly as train_seq2seq (load_translation_data, train_translation_tokenizer),
+//  1. splits and tokenizer exactly as the translation task (load_translation_data, train_translation_tokenizer),
 //     the training pairs encoded and batched by data::SeqBatcher with the trainer's options and seed;
 //  2. trains TransformerSeq2Seq on the batcher's sequence for --steps or --minutes, recording each batch;
 //  3. writes WORK/batches.safetensors (every step's src / tgt_in / tgt_out as i32, the test sources' ids,

@@ -18,7 +18,7 @@
 int main(int argc, char** argv) {
   // libgomp reads OMP_WAIT_POLICY when it loads, before main: to default it, re-run ourselves once with
   // it set. PASSIVE (threads sleep at barriers) cost 0-5% on a quiet 2-core machine and saved 40-47% of
-  // a translation step's speed on a loaded one (docs/results.md). Any value the user sets is kept. Both
+  // a translation step's speed on a loaded one (docs/design.md). Any value the user sets is kept. Both
   // variables are read through attn/core/env.h (docs/environment.md); only the writes for the re-run,
   // which must reach the new process's environment, are here.
   if (attn::env::cli_reexec_for_wait_policy()) {

@@ -19,6 +19,9 @@ stage_done() {  # wall time of the stage just finished, and the CPU time used so
   stage_start=$SECONDS
 }
 
+echo "== layers: no #include goes against the library's layers (scripts/check_layers.sh)"
+bash scripts/check_layers.sh --with-headers
+
 echo "== [1/3] release build + unit tests"
 # The library is -O3 (Release); the test sources -O1 (glue around library calls; same results).
 cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTN_TEST_COMPILE_OPTIONS=-O1 >/dev/null

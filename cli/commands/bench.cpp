@@ -73,18 +73,69 @@ double gemm_ceiling_gflops(int64_t n, double budget_s, bool bf16) {
   return 2.0 * double(n) * double(n) * double(n) / best / 1e9;
 }
 
+struct BenchOpts {
+  std::string model, weights, format = "auto", dtype = "f32";
+  int64_t batch = 1, iters = 20, warmup = 3, gemm_size = 2048;
+  double gemm_seconds = 1.0;
+  bool json = false, no_pack = false;
+  int threads = 0;
+};
+
+// The model the options name: random weights, or an attn checkpoint / foreign weights of --model
+// streamed in (converted tensor by tensor); eval mode; bf16 Linear weights when asked; packed unless
+// --no-pack. `weights_desc` and `packed` say which.
+std::shared_ptr<models::ImageClassifier> load_bench_model(const BenchOpts& o, std::string& weights_desc,
+                                                          int64_t& packed) {
+  std::shared_ptr<models::ImageClassifier> model;
+  weights_desc = "random";
+  if (o.weights.empty()) {
+    model = models::create_model(o.model);
+  } else {
+    models::PretrainedSource src = models::PretrainedSource::foreign(o.weights, o.model);
+    src.kind = models::WeightsKind::detect;
+    src.format = o.format;
+    src.linear_dtype = o.dtype == "bf16" ? DType::bf16 : DType::f32;
+    src.pack_linear_weights = false;   // below, unless --no-pack
+    const models::Pretrained p = models::load_pretrained(src);
+    model = p.model;
+    weights_desc = p.metadata.contains("format") ? "attn checkpoint" : "foreign";   // a checkpoint's metadata
+  }
+  model->eval();
+  if (o.dtype == "bf16")
+    nn::convert_linear_weights_to_bf16(*model);   // random weights; a no-op for loaded ones (bf16 already)
+  // Weights packed once into the GEMM's layout, as predict / eval do (nn::pack_linear_weights).
+  packed = o.no_pack ? 0 : nn::pack_linear_weights(*model);
+  return model;
+}
+
+// The text report of a run's JSON record.
+void print_bench_text(const BenchOpts& o, const nlohmann::json& j) {
+  const auto& lat = j["latency_ms"];
+  const double gflops = j["gflops"], ceiling = j["gemm_ceiling_gflops"];
+  std::printf("%s  batch %lld  threads %d  %s  %s weights (%.1f MB; %lld Linear weights packed), loaded in %.2f s\n",
+              o.model.c_str(), (long long)o.batch, get_num_threads(),
+              o.dtype == "bf16" ? ("bf16, GEMM " + j["gemm_path"].get<std::string>()).c_str() : "f32",
+              j["weights"].get<std::string>().c_str(), j["weights_mb"].get<double>(),
+              (long long)j["packed_linear_weights"].get<int64_t>(), j["load_s"].get<double>());
+  std::printf("latency     median %.2f ms  p90 %.2f ms  (min %.2f, max %.2f; %lld timed after %lld warm-up)\n",
+              lat["median"].get<double>(), lat["p90"].get<double>(), lat["min"].get<double>(), lat["max"].get<double>(),
+              (long long)o.iters, (long long)o.warmup);
+  std::printf("throughput  %.2f images/s  %.1f GFLOP/s (%.3f GMACs/image)\n", j["images_per_s"].get<double>(), gflops,
+              j["gmacs_per_image"].get<double>());
+  if (ceiling > 0)
+    std::printf("GEMM        ceiling %.1f GFLOP/s (%lld^3 %s matmul): model at %.1f%% of it\n", ceiling,
+                (long long)o.gemm_size, o.dtype.c_str(), 100.0 * gflops / ceiling);
+  std::printf("memory      peak RSS after load %.1f MB, steady state peak %.1f MB (RSS now %.1f MB)\n",
+              j["peak_rss_load_mb"].get<double>(), j["peak_rss_steady_mb"].get<double>(), j["rss_steady_mb"].get<double>());
+  std::printf("tensors     model %.1f MB, a forward pass's tensors at most %.1f MB more\n",
+              j["tensor_bytes_model_mb"].get<double>(), j["tensor_bytes_pass_peak_mb"].get<double>());
+}
+
 }  // namespace
 
 void add_bench(CLI::App& app) {
   auto* c = app.add_subcommand("bench", "inference latency, throughput, GEMM-ceiling fraction and memory of a model");
-  struct Opts {
-    std::string model, weights, format = "auto", dtype = "f32";
-    int64_t batch = 1, iters = 20, warmup = 3, gemm_size = 2048;
-    double gemm_seconds = 1.0;
-    bool json = false, no_pack = false;
-    int threads = 0;
-  };
-  auto o = std::make_shared<Opts>();
+  auto o = std::make_shared<BenchOpts>();
   c->add_option("--model", o->model, "registry name (see `attn info --list`)")->required();
   c->add_option("--weights", o->weights, "attn checkpoint or foreign ViT/DeiT weights (default: random weights)");
   c->add_option("--format", o->format, "auto | timm | hf | torchvision (layout of foreign --weights)")
@@ -107,28 +158,10 @@ void add_bench(CLI::App& app) {
     ATTN_CHECK(o->gemm_seconds >= 0, "bench: expected --gemm-seconds >= 0, got ", o->gemm_seconds);
     ATTN_CHECK(o->dtype == "f32" || o->dtype == "bf16", "bench: expected --dtype f32 or bf16, got '", o->dtype, "'");
 
-    const DType linear_dtype = o->dtype == "bf16" ? DType::bf16 : DType::f32;
     const auto t_load = Clock::now();
-    std::shared_ptr<models::ImageClassifier> model;
-    std::string weights_desc = "random";
-    if (o->weights.empty()) {
-      model = models::create_model(o->model);
-    } else {
-      // An attn checkpoint, or foreign weights of --model; streamed in, converted tensor by tensor.
-      models::PretrainedSource src = models::PretrainedSource::foreign(o->weights, o->model);
-      src.kind = models::WeightsKind::detect;
-      src.format = o->format;
-      src.linear_dtype = linear_dtype;
-      src.pack_linear_weights = false;   // below, unless --no-pack
-      const models::Pretrained p = models::load_pretrained(src);
-      model = p.model;
-      weights_desc = p.metadata.contains("format") ? "attn checkpoint" : "foreign";   // a checkpoint's metadata
-    }
-    model->eval();
-    if (o->dtype == "bf16")
-      nn::convert_linear_weights_to_bf16(*model);   // random weights; a no-op for loaded ones (bf16 already)
-    // Weights packed once into the GEMM's layout, as predict / eval do (nn::pack_linear_weights).
-    const int64_t packed = o->no_pack ? 0 : nn::pack_linear_weights(*model);
+    std::string weights_desc;
+    int64_t packed = 0;
+    std::shared_ptr<models::ImageClassifier> model = load_bench_model(*o, weights_desc, packed);
     // Hand freed memory back: the f32 weights a bf16 model replaced, and the temporaries of random
     // initialisation (freed blocks are cached for reuse, and the heap keeps large frees otherwise).
     release_cached_memory();
@@ -168,48 +201,31 @@ void add_bench(CLI::App& app) {
     for (const Tensor& p : model->parameters()) params_bytes += p.numel() * int64_t(dtype_size(p.dtype()));
     const std::string gemm_path = o->dtype == "bf16" ? bf16_gemm_name(bf16_gemm_mode()) : "f32";
 
-    if (o->json) {
-      nlohmann::json j = {{"model", o->model},
-                          {"weights", weights_desc},
-                          {"dtype", o->dtype},
-                          {"gemm_path", gemm_path},
-                          {"packed_linear_weights", packed},
-                          {"batch", o->batch},
-                          {"threads", get_num_threads()},
-                          {"iters", o->iters},
-                          {"warmup", o->warmup},
-                          {"load_s", load_s},
-                          {"latency_ms", {{"median", median * 1e3}, {"p90", p90 * 1e3},
-                                          {"min", times.front() * 1e3}, {"max", times.back() * 1e3}}},
-                          {"images_per_s", images_s},
-                          {"gmacs_per_image", double(macs) / 1e9},
-                          {"gflops", gflops},
-                          {"gemm_ceiling_gflops", ceiling},
-                          {"gemm_fraction", ceiling > 0 ? gflops / ceiling : 0.0},
-                          {"weights_mb", double(params_bytes) / 1e6},
-                          {"peak_rss_load_mb", double(hwm_load) / 1e6},
-                          {"peak_rss_steady_mb", double(hwm_steady) / 1e6},
-                          {"rss_steady_mb", double(rss_steady) / 1e6},
-                          {"tensor_bytes_model_mb", double(live_before) / 1e6},
-                          {"tensor_bytes_pass_peak_mb", double(act_peak) / 1e6}};
-      std::printf("%s\n", j.dump().c_str());
-    } else {
-      std::printf("%s  batch %lld  threads %d  %s  %s weights (%.1f MB; %lld Linear weights packed), loaded in %.2f s\n",
-                  o->model.c_str(), (long long)o->batch, get_num_threads(),
-                  o->dtype == "bf16" ? ("bf16, GEMM " + gemm_path).c_str() : "f32", weights_desc.c_str(),
-                  double(params_bytes) / 1e6, (long long)packed, load_s);
-      std::printf("latency     median %.2f ms  p90 %.2f ms  (min %.2f, max %.2f; %lld timed after %lld warm-up)\n",
-                  median * 1e3, p90 * 1e3, times.front() * 1e3, times.back() * 1e3, (long long)o->iters,
-                  (long long)o->warmup);
-      std::printf("throughput  %.2f images/s  %.1f GFLOP/s (%.3f GMACs/image)\n", images_s, gflops, double(macs) / 1e9);
-      if (ceiling > 0)
-        std::printf("GEMM        ceiling %.1f GFLOP/s (%lld^3 %s matmul): model at %.1f%% of it\n", ceiling,
-                    (long long)o->gemm_size, o->dtype.c_str(), 100.0 * gflops / ceiling);
-      std::printf("memory      peak RSS after load %.1f MB, steady state peak %.1f MB (RSS now %.1f MB)\n",
-                  double(hwm_load) / 1e6, double(hwm_steady) / 1e6, double(rss_steady) / 1e6);
-      std::printf("tensors     model %.1f MB, a forward pass's tensors at most %.1f MB more\n", double(live_before) / 1e6,
-                  double(act_peak) / 1e6);
-    }
+    nlohmann::json j = {{"model", o->model},
+                        {"weights", weights_desc},
+                        {"dtype", o->dtype},
+                        {"gemm_path", gemm_path},
+                        {"packed_linear_weights", packed},
+                        {"batch", o->batch},
+                        {"threads", get_num_threads()},
+                        {"iters", o->iters},
+                        {"warmup", o->warmup},
+                        {"load_s", load_s},
+                        {"latency_ms", {{"median", median * 1e3}, {"p90", p90 * 1e3},
+                                        {"min", times.front() * 1e3}, {"max", times.back() * 1e3}}},
+                        {"images_per_s", images_s},
+                        {"gmacs_per_image", double(macs) / 1e9},
+                        {"gflops", gflops},
+                        {"gemm_ceiling_gflops", ceiling},
+                        {"gemm_fraction", ceiling > 0 ? gflops / ceiling : 0.0},
+                        {"weights_mb", double(params_bytes) / 1e6},
+                        {"peak_rss_load_mb", double(hwm_load) / 1e6},
+                        {"peak_rss_steady_mb", double(hwm_steady) / 1e6},
+                        {"rss_steady_mb", double(rss_steady) / 1e6},
+                        {"tensor_bytes_model_mb", double(live_before) / 1e6},
+                        {"tensor_bytes_pass_peak_mb", double(act_peak) / 1e6}};
+    if (o->json) std::printf("%s\n", j.dump().c_str());
+    else print_bench_text(*o, j);
     std::fflush(stdout);
   });
 }

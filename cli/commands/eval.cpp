@@ -199,13 +199,13 @@ void add_eval(CLI::App& app) {
                "checkpoint's model has ", in.num_classes);
     train::EvalResult r = train::evaluate(*model, *ds, norm.first, norm.second, o->batch, o->limit);
     if (!o->confusion.empty())
-      train::write_confusion_svg(o->confusion, o->data + "/" + o->split, in.class_names, r.labels, r.predictions);
+      viz::write_confusion_svg(o->confusion, o->data + "/" + o->split, in.class_names, r.labels, r.predictions);
     if (o->json) {
       nlohmann::json j = {{"checkpoint", o->ckpt}, {"split", o->split}, {"accuracy", r.accuracy},
                           {"loss", r.loss}, {"count", r.count}};
       if (!o->confusion.empty()) {
         // rows: true class, columns: predicted
-        const std::vector<int64_t> m = train::confusion_matrix(r.labels, r.predictions, in.num_classes);
+        const std::vector<int64_t> m = viz::confusion_matrix(r.labels, r.predictions, in.num_classes);
         nlohmann::json rows = nlohmann::json::array();
         for (int64_t t = 0; t < in.num_classes; ++t)
           rows.push_back(std::vector<int64_t>(m.begin() + t * in.num_classes, m.begin() + (t + 1) * in.num_classes));

@@ -33,10 +33,10 @@ namespace {
 std::string report_attention_distance(const Tensor& d, const std::string& path, const std::string& title,
                                       nlohmann::json& j) {
   const int64_t L = d.size(0), NH = d.size(1);
-  std::vector<train::Series> heads;
+  std::vector<viz::Series> heads;
   std::vector<std::vector<double>> rows;
   for (int64_t h = 0; h < NH; ++h) {
-    train::Series s{"head " + std::to_string(h), {}, {}};
+    viz::Series s{"head " + std::to_string(h), {}, {}};
     s.markers = true;
     for (int64_t l = 0; l < L; ++l) {
       s.x.push_back(double(l + 1));
@@ -49,7 +49,7 @@ std::string report_attention_distance(const Tensor& d, const std::string& path, 
     for (int64_t h = 0; h < NH; ++h) r.push_back(d.at({l, h}));
     rows.push_back(r);
   }
-  train::write_svg_plot(path, title, "network depth (layer)", heads);
+  viz::write_svg_plot(path, title, "network depth (layer)", heads);
   j["attention_distance_svg"] = path;
   j["attention_distance"] = rows;
   std::string text;

@@ -57,7 +57,7 @@ void add_align(CLI::App& app) {
   auto* c = app.add_subcommand("align", "draw a translation's source-target alignment (attention) as a heat map");
   struct Opts {
     std::string ckpt, text, out = "align.png";
-    int64_t beam = 1, cell = train::AlignmentOptions{}.cell, font_scale = train::AlignmentOptions{}.font_scale;
+    int64_t beam = 1, cell = viz::AlignmentOptions{}.cell, font_scale = viz::AlignmentOptions{}.font_scale;
     std::string colormap = "viridis";
     int threads = 0;
   };
@@ -74,11 +74,11 @@ void add_align(CLI::App& app) {
     apply_threads(o->threads);
     infer::Translator tr = infer::load_translator(o->ckpt);
     infer::Alignment a = tr.align(o->text, o->beam);
-    train::AlignmentOptions ao;
+    viz::AlignmentOptions ao;
     ao.cell = o->cell;
     ao.font_scale = o->font_scale;
     ao.colormap = o->colormap;
-    train::write_alignment_png(o->out, a.weights, a.src_pieces, a.tgt_pieces, ao);
+    viz::write_alignment_png(o->out, a.weights, a.src_pieces, a.tgt_pieces, ao);
     std::printf("%s\nalignment (%zu target x %zu source tokens): %s\n", a.translation.c_str(), a.tgt_pieces.size(),
                 a.src_pieces.size(), o->out.c_str());
   });

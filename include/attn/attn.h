@@ -85,7 +85,7 @@
 #include "attn/train/tasks/image_classification.h"
 #include "attn/train/distill.h"
 #include "attn/train/ema.h"
-#include "attn/train/progress.h"
+#include "attn/core/progress.h"
 #include "attn/infer/translate.h"
 #include "attn/train/tasks/translation.h"
 #include "attn/infer/classify.h"

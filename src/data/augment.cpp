@@ -103,6 +103,51 @@ void affine_nearest(const uint8_t* src, uint8_t* dst, int64_t c, int64_t h, int6
     }
 }
 
+// torchvision's equalize on each channel of a u8 (C, H*W) buffer, in place.
+void equalize_u8(uint8_t* img, int64_t c, int64_t hw) {
+  for (int64_t ci = 0; ci < c; ++ci) {
+    uint8_t* p = img + ci * hw;
+    std::array<int64_t, 256> hist{};
+    for (int64_t i = 0; i < hw; ++i) ++hist[p[i]];
+    // step = sum of the non-zero bins but the last one, // 255.
+    int64_t last = 255;
+    while (last > 0 && hist[size_t(last)] == 0) --last;
+    int64_t total = 0;
+    for (int64_t v = 0; v < last; ++v) total += hist[size_t(v)];
+    const int64_t step = total / 255;
+    if (step == 0) continue;
+    std::array<uint8_t, 256> lut{};
+    int64_t cum = 0;
+    lut[0] = 0;
+    for (int64_t v = 0; v < 255; ++v) {
+      cum += hist[size_t(v)];
+      lut[size_t(v + 1)] = uint8_t(std::min<int64_t>(255, (cum + step / 2) / step));
+    }
+    for (int64_t i = 0; i < hw; ++i) p[i] = lut[p[i]];
+  }
+}
+
+// torchvision's adjust_sharpness(1 + mag) of a u8 (C, H, W) buffer, in place (tmp: C*H*W bytes).
+void sharpen_u8(uint8_t* img, int64_t c, int64_t h, int64_t w, double mag, std::vector<uint8_t>& tmp) {
+  const int64_t hw = h * w, n = c * hw;
+  if (w <= 2 || h <= 2) return;
+  const double f = 1.0 + mag;
+  const float k1 = 1.0f / 13.0f, k5 = 5.0f / 13.0f;
+  std::memcpy(tmp.data(), img, size_t(n));   // degenerate image: borders are the original
+  for (int64_t ci = 0; ci < c; ++ci) {
+    const uint8_t* p = img + ci * hw;
+    for (int64_t y = 1; y < h - 1; ++y)
+      for (int64_t x = 1; x < w - 1; ++x) {
+        float s = 0.0f;
+        for (int64_t dy = -1; dy <= 1; ++dy)
+          for (int64_t dx = -1; dx <= 1; ++dx)
+            s += float(p[(y + dy) * w + x + dx]) * (dy == 0 && dx == 0 ? k5 : k1);
+        tmp[size_t(ci * hw + y * w + x)] = uint8_t(std::nearbyint(s));
+      }
+  }
+  for (int64_t i = 0; i < n; ++i) img[i] = blend(img[i], float(tmp[size_t(i)]), f);
+}
+
 // One op on a contiguous u8 (C, H, W) buffer, in place (tmp: scratch of C*H*W bytes).
 void apply_op_u8(uint8_t* img, int64_t c, int64_t h, int64_t w, AugOp op, double mag, std::vector<uint8_t>& tmp) {
   const int64_t hw = h * w, n = c * hw;
@@ -158,25 +203,9 @@ void apply_op_u8(uint8_t* img, int64_t c, int64_t h, int64_t w, AugOp op, double
       for (int64_t i = 0; i < n; ++i) img[i] = blend(img[i], mean, f);
       return;
     }
-    case AugOp::sharpness: {
-      if (w <= 2 || h <= 2) return;
-      const double f = 1.0 + mag;
-      const float k1 = 1.0f / 13.0f, k5 = 5.0f / 13.0f;
-      std::memcpy(tmp.data(), img, size_t(n));   // degenerate image: borders are the original
-      for (int64_t ci = 0; ci < c; ++ci) {
-        const uint8_t* p = img + ci * hw;
-        for (int64_t y = 1; y < h - 1; ++y)
-          for (int64_t x = 1; x < w - 1; ++x) {
-            float s = 0.0f;
-            for (int64_t dy = -1; dy <= 1; ++dy)
-              for (int64_t dx = -1; dx <= 1; ++dx)
-                s += float(p[(y + dy) * w + x + dx]) * (dy == 0 && dx == 0 ? k5 : k1);
-            tmp[size_t(ci * hw + y * w + x)] = uint8_t(std::nearbyint(s));
-          }
-      }
-      for (int64_t i = 0; i < n; ++i) img[i] = blend(img[i], float(tmp[size_t(i)]), f);
+    case AugOp::sharpness:
+      sharpen_u8(img, c, h, w, mag, tmp);
       return;
-    }
     case AugOp::posterize: {
       const int bits = int(mag);
       const uint8_t mask = uint8_t((-(int64_t(1) << (8 - bits))) & 0xFF);
@@ -203,29 +232,9 @@ void apply_op_u8(uint8_t* img, int64_t c, int64_t h, int64_t w, AugOp op, double
       }
       return;
     }
-    case AugOp::equalize: {
-      for (int64_t ci = 0; ci < c; ++ci) {
-        uint8_t* p = img + ci * hw;
-        std::array<int64_t, 256> hist{};
-        for (int64_t i = 0; i < hw; ++i) ++hist[p[i]];
-        // step = sum of the non-zero bins but the last one, // 255.
-        int64_t last = 255;
-        while (last > 0 && hist[size_t(last)] == 0) --last;
-        int64_t total = 0;
-        for (int64_t v = 0; v < last; ++v) total += hist[size_t(v)];
-        const int64_t step = total / 255;
-        if (step == 0) continue;
-        std::array<uint8_t, 256> lut{};
-        int64_t cum = 0;
-        lut[0] = 0;
-        for (int64_t v = 0; v < 255; ++v) {
-          cum += hist[size_t(v)];
-          lut[size_t(v + 1)] = uint8_t(std::min<int64_t>(255, (cum + step / 2) / step));
-        }
-        for (int64_t i = 0; i < hw; ++i) p[i] = lut[p[i]];
-      }
+    case AugOp::equalize:
+      equalize_u8(img, c, hw);
       return;
-    }
   }
 }
 

@@ -10,7 +10,7 @@
 #include "attn/core/error.h"
 #include "attn/data/image_folder.h"
 #include "attn/ops/combine.h"
-#include "attn/train/progress.h"
+#include "attn/core/progress.h"
 
 namespace attn::infer {
 
@@ -121,7 +121,7 @@ FolderEvalResult evaluate_folder(models::ImageClassifier& model, const std::stri
   model.eval();
   NoGradGuard ng;
   const int64_t total = int64_t(samples.size());
-  train::ProgressBar bar("eval", total, "img");
+  ProgressBar bar("eval", total, "img");
   int64_t top1 = 0, top5 = 0;
   double loss_sum = 0;
   for (int64_t first = 0; first < total; first += opt.batch) {

@@ -146,6 +146,46 @@ double length_penalty(double len, double alpha) { return std::pow((5.0 + len) / 
 
 }  // namespace
 
+namespace {
+
+struct Cand {
+  double sum;
+  int64_t k, v;
+};
+
+// Every extension of the live hypotheses (log-probabilities `lp`, K rows of V), the best 2K first
+// (ties: lower hypothesis, then lower token): how many are ranked.
+size_t rank_candidates(const std::vector<Hyp>& hyps, const float* lp, int64_t V, std::vector<Cand>& cands) {
+  const auto K = int64_t(hyps.size());
+  cands.clear();
+  for (int64_t k = 0; k < K; ++k) {
+    const double base = hyps[size_t(k)].sum;
+    if (base == neg_inf) continue;
+    const float* p = lp + k * V;
+    for (int64_t v = 0; v < V; ++v) cands.push_back({base + p[v], k, v});
+  }
+  const size_t top = std::min(cands.size(), size_t(2 * K));
+  std::partial_sort(cands.begin(), cands.begin() + top, cands.end(), [](const Cand& x, const Cand& y) {
+    return x.sum > y.sum || (x.sum == y.sum && (x.k < y.k || (x.k == y.k && x.v < y.v)));
+  });
+  return top;
+}
+
+// The best finished hypothesis of each sentence (each list sorted best first).
+DecodeResult best_of_finished(const std::vector<std::vector<Finished>>& fin, int64_t S, bool with_attention) {
+  DecodeResult res;
+  for (size_t b = 0; b < fin.size(); ++b) {
+    const auto& f = fin[b];
+    ATTN_CHECK(!f.empty(), "beam_search: no hypothesis finished for row ", b);
+    res.tokens.push_back(f.front().hyp.tokens);
+    res.scores.push_back(f.front().score);
+    if (with_attention) res.attention.push_back(attention_tensor(f.front().hyp.att, S));
+  }
+  return res;
+}
+
+}  // namespace
+
 DecodeResult beam_search(Seq2SeqModel& model, const Tensor& src, const Tensor& src_pad, const BeamSearchOptions& o) {
   NoGradGuard ng;
   check_inputs(src, src_pad, "beam_search");
@@ -169,10 +209,6 @@ DecodeResult beam_search(Seq2SeqModel& model, const Tensor& src, const Tensor& s
   std::vector<int64_t> active(static_cast<size_t>(B));   // sentences still running, in state order
   for (int64_t b = 0; b < B; ++b) active[size_t(b)] = b;
 
-  struct Cand {
-    double sum;
-    int64_t k, v;
-  };
   for (int64_t t = 0; t < max_len && !active.empty(); ++t) {
     std::vector<int64_t> last;
     for (int64_t b : active)
@@ -189,17 +225,7 @@ DecodeResult beam_search(Seq2SeqModel& model, const Tensor& src, const Tensor& s
     for (size_t i = 0; i < active.size(); ++i) {
       const int64_t b = active[i];
       auto& hyps = live[size_t(b)];
-      cands.clear();
-      for (int64_t k = 0; k < K; ++k) {
-        const double base = hyps[size_t(k)].sum;
-        if (base == neg_inf) continue;
-        const float* p = lp.data() + (int64_t(i) * K + k) * V;
-        for (int64_t v = 0; v < V; ++v) cands.push_back({base + p[v], k, v});
-      }
-      const size_t top = std::min(cands.size(), size_t(2 * K));
-      std::partial_sort(cands.begin(), cands.begin() + top, cands.end(), [](const Cand& x, const Cand& y) {
-        return x.sum > y.sum || (x.sum == y.sum && (x.k < y.k || (x.k == y.k && x.v < y.v)));
-      });
+      const size_t top = rank_candidates(hyps, lp.data() + int64_t(i) * K * V, V, cands);
       std::vector<Hyp> next;
       std::vector<int64_t> next_parent;
       auto extend = [&](const Cand& c, bool with_token) {
@@ -258,15 +284,7 @@ DecodeResult beam_search(Seq2SeqModel& model, const Tensor& src, const Tensor& s
     if (!active.empty()) st->select(ids(parents));
   }
 
-  DecodeResult res;
-  for (int64_t b = 0; b < B; ++b) {
-    const auto& f = fin[size_t(b)];
-    ATTN_CHECK(!f.empty(), "beam_search: no hypothesis finished for row ", b);
-    res.tokens.push_back(f.front().hyp.tokens);
-    res.scores.push_back(f.front().score);
-    if (o.with_attention) res.attention.push_back(attention_tensor(f.front().hyp.att, S));
-  }
-  return res;
+  return best_of_finished(fin, S, o.with_attention);
 }
 
 }  // namespace attn::models

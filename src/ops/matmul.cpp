@@ -162,7 +162,7 @@ std::atomic<int> g_bf16_forced{-1};   // -1: not yet set, the default from ATTN_
 // rounded to bf16 values. The weight is widened to f32 a block of rows at a time into one buffer that
 // stays in cache, and each block's columns of c are one GEMM: widening the whole weight per call
 // wrote and re-read twice the bf16 weight's bytes (ViT-B/16: 0.5 GB per forward pass), which made
-// bf16 11-22% slower than f32 on AVX2 CPUs (docs/results.md, sessions 5 and 18).
+// bf16 11-22% slower than f32 on AVX2 CPUs (docs/design.md, bf16 inference).
 void linear_bf16_emulated(const Tensor& xf, const Tensor& w, const Tensor& b, Tensor& c2) {
   const int64_t N = w.size(0), K = w.size(1);
   // The f32 block: 2 MiB (in L3). In-process A/B on an AVX2 Zen 3, ViT-B/16 at batch 1, medians of 12

@@ -20,7 +20,7 @@
 #include "attn/train/checkpoint.h"
 #include "attn/train/ema.h"
 #include "attn/viz/plot.h"
-#include "attn/train/progress.h"
+#include "attn/core/progress.h"
 
 namespace attn::train {
 
@@ -288,7 +288,7 @@ void Run::write_log_from_history() {
 }
 
 void Run::write_plot() {
-  write_svg_plot(res_.plot, task_->model()->config().value("model", cfg_.model), task_->plot_x(),
+  viz::write_svg_plot(res_.plot, task_->model()->config().value("model", cfg_.model), task_->plot_x(),
                  task_->plot_series(history_));
 }
 

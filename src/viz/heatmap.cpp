@@ -7,7 +7,7 @@
 #include "attn/core/error.h"
 #include "attn/data/image.h"
 
-namespace attn::train {
+namespace attn::viz {
 namespace {
 
 // 5x7 glyphs for ASCII 0x20..0x7E, written for attn: 7 rows top to bottom, bit 4 = leftmost column.
@@ -341,4 +341,4 @@ void write_alignment_png(const std::string& path, const Tensor& weights, const s
   data::write_png(path, render_alignment(weights, src_tokens, tgt_tokens, opt));
 }
 
-}  // namespace attn::train
+}  // namespace attn::viz

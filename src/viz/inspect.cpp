@@ -55,7 +55,7 @@ Tensor render_pos_embed_similarity(const Tensor& similarity, int64_t grid, int64
     const int64_t ty = gap + (i / grid) * (tile + gap), tx = gap + (i % grid) * (tile + gap);
     for (int64_t j = 0; j < n; ++j) {
       const double v = s[size_t(i * n + j)];
-      const auto rgb = train::colormap_rgb("viridis", std::isfinite(v) ? (std::clamp(v, -1.0, 1.0) + 1) / 2 : 0.0);
+      const auto rgb = viz::colormap_rgb("viridis", std::isfinite(v) ? (std::clamp(v, -1.0, 1.0) + 1) / 2 : 0.0);
       const int64_t y0 = ty + (j / grid) * cell, x0 = tx + (j % grid) * cell;
       for (int64_t y = y0; y < y0 + cell; ++y)
         for (int64_t x = x0; x < x0 + cell; ++x)

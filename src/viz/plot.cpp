@@ -9,7 +9,7 @@
 #include "attn/core/error.h"
 #include "attn/io/safetensors.h"
 
-namespace attn::train {
+namespace attn::viz {
 
 namespace {
 struct Range { double lo = INFINITY, hi = -INFINITY; };
@@ -256,4 +256,4 @@ void write_confusion_svg(const std::string& path, const std::string& title, cons
   io::write_file_atomic(path, o.str());
 }
 
-}  // namespace attn::train
+}  // namespace attn::viz

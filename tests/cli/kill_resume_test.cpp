@@ -167,15 +167,18 @@ std::string describe(const RunResult& r, const std::string& log) {
 bool exited_ok(const RunResult& r) { return !r.killed && !r.timed_out && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0; }
 
 // The checkpoint's train state without its wall-clock fields (the total seconds, and each history
-// record's throughput).
+// record's throughput and seconds).
 nlohmann::json train_state_sans_time(const std::string& ckpt) {
   nlohmann::json ts = io::read_checkpoint_metadata(ckpt).at("train_state");
   ts.erase("seconds");
-  for (auto& h : ts.at("history")) h.erase("images_per_second");
+  for (auto& h : ts.at("history")) {
+    h.erase("images_per_second");
+    h.erase("seconds");
+  }
   return ts;
 }
 
-// log.jsonl's records without their throughput (wall clock).
+// log.jsonl's records without their throughput and seconds (wall clock).
 std::vector<nlohmann::json> log_records(const std::string& path) {
   std::vector<nlohmann::json> out;
   std::istringstream in(read_text(path));
@@ -183,6 +186,7 @@ std::vector<nlohmann::json> log_records(const std::string& path) {
     if (line.empty()) continue;
     nlohmann::json j = nlohmann::json::parse(line);
     j.erase("images_per_second");
+    j.erase("seconds");
     out.push_back(j);
   }
   return out;

@@ -251,7 +251,7 @@ CopyBatch copy_batch(int64_t B, Generator& g) {
 }
 
 // "Slow": a convergence run (up to 1,500 steps), left out of the sanitizer stage (ATTN_TEST_SLOW=0),
-// where it took 137 s of that stage's ~880 CPU-s on a Zen 3 host (session 18); the other Decode tests
+// where it took 137 s of that stage's ~880 CPU-s on a Zen 3 host (2026-12-01); the other Decode tests
 // run the same greedy, cached and beam code under ASan + UBSan.
 TEST(Decode, TransformerLearnsCopyTaskSlow) {
   // One thread: the matrices are tiny (64 x 11 tokens, d 64), so threads only add synchronisation;

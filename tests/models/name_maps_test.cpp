@@ -63,7 +63,7 @@ bool max_diff(const std::vector<double>& a, const std::vector<double>& b, double
   return true;
 }
 
-// The acceptance bound of issue 5: max |a - b| <= 1e-4 * max(1, max |b|).
+// The acceptance bound for foreign weights: max |a - b| <= 1e-4 * max(1, max |b|).
 ::testing::AssertionResult logits_close(const Tensor& mine, const Tensor& ref) {
   if (mine.shape() != ref.shape())
     return ::testing::AssertionFailure() << "shapes " << shape_str(mine.shape()) << " vs " << shape_str(ref.shape());

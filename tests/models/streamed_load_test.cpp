@@ -1,4 +1,4 @@
-// Streamed loading (issue 5): io::SafetensorsReader, models::load_foreign_vit from a reader (one layer at
+// Streamed loading: io::SafetensorsReader, models::load_foreign_vit from a reader (one layer at
 // a time, HF q/k/v packed per layer), Module::load_state_dict from a reader / from a state dict given
 // up, nn::make_linear_weights_bf16 and models::load_classifier_checkpoint into bf16 Linear weights.
 // Each gives exactly what the in-memory path gives (f32 and bf16 logits bit for bit); truncated files

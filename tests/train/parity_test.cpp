@@ -24,7 +24,7 @@ using namespace attn;
 
 namespace {
 
-// A 2-layer pre-norm Transformer encoder written from the formulas (the attention module of issue 3
+// A 2-layer pre-norm Transformer encoder written from the formulas (the attention module
 // is tested on its own): tokens -> embedding + learned positions -> blocks -> LayerNorm -> mean -> head.
 struct Attention : nn::Module {
   int64_t heads;

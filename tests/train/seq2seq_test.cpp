@@ -84,7 +84,7 @@ TEST(Seq2SeqTrain, TransformerTrainsAndTheCheckpointTranslatesAlone) {
   EXPECT_EQ(t.translate(src, 1, 0.6, 0, /*batch=*/1), greedy);   // batching does not change results
 
   // The alignment of a copy is (nearly) the diagonal.
-  train::Alignment al = t.align("abcdefgh");
+  infer::Alignment al = t.align("abcdefgh");
   ASSERT_EQ(al.weights.dim(), 2);
   EXPECT_EQ(al.weights.size(1), 8);
   EXPECT_EQ(al.src_pieces.size(), 8u);
@@ -110,7 +110,7 @@ TEST(Seq2SeqTrain, RnnWithAttentionTrainsThroughTheSameTrainer) {
   EXPECT_LT(r.step_losses.back(), r.step_losses.front());
   infer::Translator t = infer::load_translator(r.checkpoint);
   EXPECT_EQ(t.model().config().at("model"), "rnn-attention");
-  train::Alignment al = t.align("abcd");
+  infer::Alignment al = t.align("abcd");
   EXPECT_EQ(al.weights.size(1), 4);
   std::filesystem::remove_all(dir);
 }

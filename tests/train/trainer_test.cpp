@@ -13,7 +13,7 @@
 #include "attn/io/checkpoint.h"
 #include "attn/nn/linear.h"
 #include "attn/ops/loss.h"
-#include "attn/train/plot.h"
+#include "attn/viz/plot.h"
 #include "attn/train/trainer.h"
 #include "errors.h"
 #include "train_checks.h"
@@ -87,8 +87,8 @@ class ToyRegression : public train::Task {
   std::string unit() const override { return "ex"; }
   std::string summary(const nlohmann::json& r) const override { return "toy " + r.dump(); }
   std::string plot_x() const override { return "step"; }
-  std::vector<train::Series> plot_series(const nlohmann::json& history) const override {
-    train::Series s{"val mse", {}, {}};
+  std::vector<viz::Series> plot_series(const nlohmann::json& history) const override {
+    viz::Series s{"val mse", {}, {}};
     for (const auto& h : history) {
       s.x.push_back(h.at("step").get<double>());
       s.y.push_back(h.at("val_mse").get<double>());

@@ -22,22 +22,22 @@ namespace {
 TEST(Confusion, CountsRowsTrueColumnsPredicted) {
   const std::vector<int64_t> labels = {0, 0, 1, 2, 2, 2, 1, 0};
   const std::vector<int64_t> preds = {0, 1, 1, 2, 0, 2, 2, 0};
-  const std::vector<int64_t> m = train::confusion_matrix(labels, preds, 3);
+  const std::vector<int64_t> m = viz::confusion_matrix(labels, preds, 3);
   // true 0: predicted 0 twice, 1 once; true 1: 1 once, 2 once; true 2: 0 once, 2 twice.
   EXPECT_EQ(m, (std::vector<int64_t>{2, 1, 0, 0, 1, 1, 1, 0, 2}));
-  EXPECT_EQ(train::confusion_matrix({}, {}, 2), (std::vector<int64_t>{0, 0, 0, 0}));
-  EXPECT_EQ(error_of([] { train::confusion_matrix({0, 1}, {0}, 2); }),
+  EXPECT_EQ(viz::confusion_matrix({}, {}, 2), (std::vector<int64_t>{0, 0, 0, 0}));
+  EXPECT_EQ(error_of([] { viz::confusion_matrix({0, 1}, {0}, 2); }),
             "confusion_matrix: expected as many predictions as labels, got 1 and 2");
-  EXPECT_EQ(error_of([] { train::confusion_matrix({0, 3}, {0, 1}, 3); }),
+  EXPECT_EQ(error_of([] { viz::confusion_matrix({0, 3}, {0, 1}, 3); }),
             "confusion_matrix: example 1 has label 3 and prediction 1, expected both in [0, 3)");
-  EXPECT_EQ(error_of([] { train::confusion_matrix({0}, {-1}, 3); }),
+  EXPECT_EQ(error_of([] { viz::confusion_matrix({0}, {-1}, 3); }),
             "confusion_matrix: example 0 has label 0 and prediction -1, expected both in [0, 3)");
 }
 
 TEST(Confusion, SvgHeatMap) {
   const std::string dir = test::fresh_tmp_dir("attn_confusion_test", "svg");
   const std::string path = dir + "/cm.svg";
-  train::write_confusion_svg(path, "test <split>", {"T-shirt/top", "a<b", "Ankle boot"}, {0, 0, 1, 2, 2, 2, 1, 0},
+  viz::write_confusion_svg(path, "test <split>", {"T-shirt/top", "a<b", "Ankle boot"}, {0, 0, 1, 2, 2, 2, 1, 0},
                              {0, 1, 1, 2, 0, 2, 2, 0});
   const std::string s = test::slurp(path);
   EXPECT_EQ(s.rfind("<svg ", 0), 0u);
@@ -50,7 +50,7 @@ TEST(Confusion, SvgHeatMap) {
   size_t cells = 0;
   for (size_t at = s.find("<rect x="); at != std::string::npos; at = s.find("<rect x=", at + 1)) ++cells;
   EXPECT_EQ(cells, 9u);
-  EXPECT_EQ(error_of([&] { train::write_confusion_svg(path, "t", std::vector<std::string>(101, "c"), {}, {}); }),
+  EXPECT_EQ(error_of([&] { viz::write_confusion_svg(path, "t", std::vector<std::string>(101, "c"), {}, {}); }),
             "write_confusion_svg: expected 1 to 100 classes, got 101");
   std::filesystem::remove_all(dir);
 }

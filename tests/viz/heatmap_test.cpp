@@ -12,7 +12,7 @@
 
 using namespace attn;
 using test::error_of;
-using namespace attn::train;
+using namespace attn::viz;
 
 namespace {
 

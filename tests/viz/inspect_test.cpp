@@ -83,7 +83,7 @@ TEST(Inspect, SimilarityTiles) {
   const Tensor img = viz::render_pos_embed_similarity(s, 4, 3, 2);
   // 4 tiles of 4 x 3 = 12 pixels, 5 gaps of 2: 58 pixels a side.
   ASSERT_EQ(img.shape(), (Shape{58, 58, 3}));
-  const auto top = train::colormap_rgb("viridis", 1.0);
+  const auto top = viz::colormap_rgb("viridis", 1.0);
   // Patch (1, 2)'s tile starts at (2 + 14, 2 + 28); its own cell (1, 2) inside it is the brightest colour.
   for (int c = 0; c < 3; ++c) EXPECT_EQ(img.at({16 + 3 + 1, 30 + 6 + 1, c}), top[size_t(c)]);
   EXPECT_EQ(img.at({0, 0, 0}), 255);   // the white margin

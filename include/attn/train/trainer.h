@@ -36,9 +36,9 @@
 #include "attn/core/tensor.h"
 #include "attn/models/registry.h"
 
-namespace attn::train {
+namespace attn::viz { struct Series; }   // a curve of the training plot (viz/plot.h)
 
-struct Series;   // viz: a curve of the training plot (train/plot.h)
+namespace attn::train {
 
 // Image-classification settings (train/tasks/image_classification.h says what each does).
 struct ImageTaskConfig {
@@ -190,7 +190,7 @@ class Task {
   virtual std::string summary(const nlohmann::json& record) const = 0;   // one line per evaluation
   // The training curve: the x axis ("epoch", "step") and the series of the log's records.
   virtual std::string plot_x() const = 0;
-  virtual std::vector<Series> plot_series(const nlohmann::json& history) const = 0;
+  virtual std::vector<viz::Series> plot_series(const nlohmann::json& history) const = 0;
   // Metadata saved with every checkpoint besides config and train_state (e.g. the tokenizer).
   virtual nlohmann::json checkpoint_extra() const { return nlohmann::json::object(); }
   virtual nlohmann::json train_state_extra() const { return nlohmann::json::object(); }

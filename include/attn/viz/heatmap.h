@@ -2,10 +2,10 @@
 // source tokens along the top (vertical text, reading upwards) and target tokens down the left.
 //
 //   Tensor w = ...;                                   // (T, S) f32 in [0, 1]: target row, source column
-//   train::AlignmentOptions opt;  opt.cell = 32;      // pixels per cell
-//   Tensor img = train::render_alignment(w, {"\xe2\x96\x81el", "\xe2\x96\x81gato"}, {"\xe2\x96\x81the", "\xe2\x96\x81cat"}, opt);
+//   viz::AlignmentOptions opt;  opt.cell = 32;      // pixels per cell
+//   Tensor img = viz::render_alignment(w, {"\xe2\x96\x81el", "\xe2\x96\x81gato"}, {"\xe2\x96\x81the", "\xe2\x96\x81cat"}, opt);
 //   data::write_png("align.png", img);                // img: u8 (H, W, 3)
-//   // or in one call: train::write_alignment_png("align.png", w, src, tgt, opt);
+//   // or in one call: viz::write_alignment_png("align.png", w, src, tgt, opt);
 //
 // Layout (every size in pixels, f = opt.font_scale, glyph advance 6 f, line height 8 f):
 //   left = margin + 6 f * max(1, longest target label in characters) + margin
@@ -30,7 +30,7 @@
 
 #include "attn/core/tensor.h"
 
-namespace attn::train {
+namespace attn::viz {
 
 struct AlignmentOptions {
   // The defaults draw a short sentence readably: 10 x 14 pixel letters in 28 pixel cells.
@@ -66,4 +66,4 @@ std::array<uint8_t, 8> glyph_rows(uint32_t code_point);
 // Code points of a UTF-8 string (an invalid byte becomes U+FFFD).
 std::vector<uint32_t> utf8_code_points(const std::string& s);
 
-}  // namespace attn::train
+}  // namespace attn::viz

@@ -1,16 +1,16 @@
 // Training curves as an SVG line chart, and a classifier's confusion matrix as an SVG heat map (no
 // dependency: SVG is text, and the class names stay readable at any zoom).
 //
-//   train::Series loss{"train loss", xs, ys};
-//   train::write_svg_plot("curve.svg", "Fashion-MNIST, MLP", "epoch", {loss, val_acc});
-//   train::write_confusion_svg("confusion.svg", "test split", class_names, r.labels, r.predictions);
-//   train::nice_ticks(0.4938, 0.6795);   // {0.5, 0.55, 0.6, 0.65}: where the axis is labelled
+//   viz::Series loss{"train loss", xs, ys};
+//   viz::write_svg_plot("curve.svg", "Fashion-MNIST, MLP", "epoch", {loss, val_acc});
+//   viz::write_confusion_svg("confusion.svg", "test split", class_names, r.labels, r.predictions);
+//   viz::nice_ticks(0.4938, 0.6795);   // {0.5, 0.55, 0.6, 0.65}: where the axis is labelled
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
-namespace attn::train {
+namespace attn::viz {
 
 struct Series {
   std::string name;
@@ -42,4 +42,4 @@ std::vector<int64_t> confusion_matrix(const std::vector<int64_t>& labels, const 
 void write_confusion_svg(const std::string& path, const std::string& title, const std::vector<std::string>& class_names,
                          const std::vector<int64_t>& labels, const std::vector<int64_t>& predictions);
 
-}  // namespace attn::train
+}  // namespace attn::viz

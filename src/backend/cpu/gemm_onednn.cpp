@@ -170,7 +170,7 @@ bool gemm_pack_weight(Tensor& w) {
   }
   // Only a blocked layout pays. Without brgemm (oneDNN 2.6 below AVX-512) the preferred layout is the
   // weight merely transposed, (K, N) row-major, and gemm:jit runs it slower than the plain one: 60
-  // against 100 GFLOP/s at 197x768x3072 on an AVX2 Zen 3, ViT-B/16 at batch 1 25% slower (session 18).
+  // against 100 GFLOP/s at 197x768x3072 on an AVX2 Zen 3, ViT-B/16 at batch 1 25% slower (2026-12-01).
   const dnnl_memory_desc_t& pd_data = pw->packed.data;
   if (pd_data.format_kind != dnnl_blocked || pd_data.format_desc.blocking.inner_nblks == 0) return false;
   if (pw->packed == pw->plain || pw->packed.get_size() != bytes) return false;

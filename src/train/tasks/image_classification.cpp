@@ -17,7 +17,7 @@
 #include "attn/ops/reduce.h"
 #include "attn/train/distill.h"
 #include "attn/viz/plot.h"
-#include "attn/train/progress.h"
+#include "attn/core/progress.h"
 
 namespace attn::train {
 
@@ -228,8 +228,8 @@ class ImageClassificationTask : public Task {
   }
 
   std::string plot_x() const override { return "epoch"; }
-  std::vector<Series> plot_series(const nlohmann::json& history) const override {
-    Series tl{"train loss", {}, {}}, vl{"val loss", {}, {}}, va{"val accuracy", {}, {}, true};
+  std::vector<viz::Series> plot_series(const nlohmann::json& history) const override {
+    viz::Series tl{"train loss", {}, {}}, vl{"val loss", {}, {}}, va{"val accuracy", {}, {}, true};
     for (const auto& h : history) {
       const double ep = h.at("epoch_float").get<double>();
       tl.x.push_back(ep); tl.y.push_back(h.at("train_loss").get<double>());

@@ -15,7 +15,7 @@
 #include "attn/io/safetensors.h"
 #include "attn/ops/loss.h"
 #include "attn/viz/plot.h"
-#include "attn/train/progress.h"
+#include "attn/core/progress.h"
 
 namespace attn::train {
 
@@ -164,8 +164,8 @@ class TranslationTask : public Task {
   }
 
   std::string plot_x() const override { return "step"; }
-  std::vector<Series> plot_series(const nlohmann::json& history) const override {
-    Series tl{"train loss", {}, {}}, vl{"dev loss", {}, {}}, vb{"dev BLEU / 100", {}, {}, true};
+  std::vector<viz::Series> plot_series(const nlohmann::json& history) const override {
+    viz::Series tl{"train loss", {}, {}}, vl{"dev loss", {}, {}}, vb{"dev BLEU / 100", {}, {}, true};
     for (const auto& h : history) {
       const double x = h.at("step").get<double>();
       tl.x.push_back(x); tl.y.push_back(h.at("train_loss").get<double>());

@@ -1,7 +1,7 @@
 // A one-line progress bar with rate and ETA, redrawn in place on a terminal and printed every
 // few seconds as plain lines otherwise (logs, CI).
 //
-//   ProgressBar bar("epoch 1/5", steps, "img");
+//   attn::ProgressBar bar("epoch 1/5", steps, "img");
 //   for (...) { ...; bar.update(step + 1, batch, {{"loss", loss}, {"acc", acc}}); }
 //   bar.finish();
 #pragma once
@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-namespace attn::train {
+namespace attn {
 
 class ProgressBar {
  public:
@@ -35,4 +35,4 @@ class ProgressBar {
 std::string format_duration(double seconds);   // "1:05:09", "4:02"
 std::string format_fixed(double v, int decimals = 4);   // "0.4938"
 
-}  // namespace attn::train
+}  // namespace attn

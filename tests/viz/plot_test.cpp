@@ -6,14 +6,14 @@
 #include <filesystem>
 
 #include "attn/attn.h"
-#include "attn/train/plot.h"
+#include "attn/viz/plot.h"
 #include "errors.h"
 #include "files.h"
 #include "train_checks.h"
 
 using namespace attn;
-using train::nice_ticks;
-using train::tick_label;
+using viz::nice_ticks;
+using viz::tick_label;
 
 namespace {
 
@@ -87,11 +87,11 @@ TEST(NiceTicks, LabelsCarryTheDecimalsOfTheStep) {
 TEST(SvgPlot, AxesAtRoundValues) {
   const std::string dir = test::fresh_tmp_dir("attn_plot_test", "curve");
   const std::string path = dir + "/curve.svg";
-  train::Series loss{"train <loss>", {0.2, 0.6, 1.0, 1.8, 2.6}, {23, 12, 9, 7, 6.2}};
-  train::Series acc{"val accuracy", {1, 2, 3}, {0.4938, 0.61, 0.6795}, true};
-  train::Series dots{"head 0", {1, 3}, {10, 15}};
+  viz::Series loss{"train <loss>", {0.2, 0.6, 1.0, 1.8, 2.6}, {23, 12, 9, 7, 6.2}};
+  viz::Series acc{"val accuracy", {1, 2, 3}, {0.4938, 0.61, 0.6795}, true};
+  viz::Series dots{"head 0", {1, 3}, {10, 15}};
   dots.markers = true;
-  train::write_svg_plot(path, "a & b", "epoch", {loss, acc, dots});
+  viz::write_svg_plot(path, "a & b", "epoch", {loss, acc, dots});
   const std::string s = test::slurp(path);
   EXPECT_EQ(s.rfind("<svg ", 0), 0u);
   EXPECT_NE(s.find("</svg>"), std::string::npos);

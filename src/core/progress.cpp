@@ -1,11 +1,11 @@
-#include "attn/train/progress.h"
+#include "attn/core/progress.h"
 
 #include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
 
-namespace attn::train {
+namespace attn {
 
 std::string format_duration(double s) {
   if (!std::isfinite(s) || s < 0) return "?";
@@ -74,4 +74,4 @@ std::string format_fixed(double v, int decimals) {
   return b;
 }
 
-}  // namespace attn::train
+}  // namespace attn
