@@ -18,14 +18,18 @@ void add_info(CLI::App& app) {
   c->callback([name, cfg, list] {
     if (*list || name->empty()) {
       for (const auto& n : models::model_names())
-        std::printf("%-32s %s\n", n.c_str(), models::model_entry(n).description.c_str());
+        std::printf("%-32s %-20s %s\n", n.c_str(), models::model_entry(n).task.c_str(),
+                    models::model_entry(n).description.c_str());
       return;
     }
     nlohmann::json over = nlohmann::json::object();
     if (!cfg->empty()) over = nlohmann::json::parse(*cfg);
-    auto m = models::create_model(*name, over);
-    std::printf("%s\nconfig: %s\n\n%s", name->c_str(), m->config().dump().c_str(), m->parameter_table().c_str());
-    const int64_t macs = m->macs_per_image();
+    auto m = models::create(*name, over);
+    std::printf("%s (%s)\nconfig: %s\n\n%s", name->c_str(), models::model_entry(*name).task.c_str(),
+                m->config().dump().c_str(), m->parameter_table().c_str());
+    auto image = std::dynamic_pointer_cast<models::ImageClassifier>(m);
+    if (!image) return;   // MACs are counted per image
+    const int64_t macs = image->macs_per_image();
     std::printf("cost per image: %.4g GMACs = %.4g GFLOPs (FLOPs = 2 x multiply-accumulates)\n", double(macs) / 1e9,
                 2.0 * double(macs) / 1e9);
   });
