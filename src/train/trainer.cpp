@@ -288,7 +288,7 @@ void Run::write_log_from_history() {
 }
 
 void Run::write_plot() {
-  viz::write_svg_plot(res_.plot, task_->model()->config().value("model", cfg_.model), task_->plot_x(),
+  viz::write_svg_plot(res_.plot, task_->plot_title(), task_->plot_x(),
                  task_->plot_series(history_));
 }
 

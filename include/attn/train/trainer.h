@@ -188,7 +188,9 @@ class Task {
   virtual std::vector<std::pair<std::string, double>> progress_fields(const Window& w, double lr) const = 0;
   virtual std::string unit() const = 0;            // what items are: "img", "tok"
   virtual std::string summary(const nlohmann::json& record) const = 0;   // one line per evaluation
-  // The training curve: the x axis ("epoch", "step") and the series of the log's records.
+  // The training curve: its title (e.g. "fashion-mnist: vit_fmnist"), the x axis ("epoch", "step") and
+  // the series of the log's records.
+  virtual std::string plot_title() const { return model()->config().value("model", std::string()); }
   virtual std::string plot_x() const = 0;
   virtual std::vector<viz::Series> plot_series(const nlohmann::json& history) const = 0;
   // Metadata saved with every checkpoint besides config and train_state (e.g. the tokenizer).

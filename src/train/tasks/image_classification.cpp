@@ -227,6 +227,7 @@ class ImageClassificationTask : public Task {
     return line;
   }
 
+  std::string plot_title() const override { return data_ + ": " + model_name_; }
   std::string plot_x() const override { return "epoch"; }
   std::vector<viz::Series> plot_series(const nlohmann::json& history) const override {
     viz::Series tl{"train loss", {}, {}}, vl{"val loss", {}, {}}, va{"val accuracy", {}, {}, true};

@@ -163,6 +163,7 @@ class TranslationTask : public Task {
     return line;
   }
 
+  std::string plot_title() const override { return data_ + ": " + model_->config().value("model", std::string()); }
   std::string plot_x() const override { return "step"; }
   std::vector<viz::Series> plot_series(const nlohmann::json& history) const override {
     viz::Series tl{"train loss", {}, {}}, vl{"dev loss", {}, {}}, vb{"dev BLEU / 100", {}, {}, true};
