@@ -118,12 +118,11 @@ struct TrainResult {
   int64_t steps = 0;
   std::vector<double> step_losses;   // the loss of every optimizer step run in this call
   double final_train_loss = NAN;
-  double train_seconds = 0;          // this call's training time (evaluations excluded)
-  double items_per_second = 0;       // images or target tokens per second of this call's training
+  double train_seconds = 0;          // this call's time in the training loop (evaluations included)
+  double items_per_second = 0;       // images or target tokens per second of train_seconds
   bool finished = false;             // false: stopped by stop_after, before the final evaluation
   nlohmann::json metrics = nlohmann::json::object();   // metrics.json's content (final numbers)
   std::string checkpoint, log, plot, metrics_path;
-  std::vector<std::string> files;    // other files the task wrote (e.g. test translations)
   // A number of `metrics`; NaN when absent.
   double metric(const std::string& key) const;
 };
