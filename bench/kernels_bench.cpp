@@ -230,6 +230,8 @@ int main(int argc, char** argv) {
 
   std::printf("\n%-20s %-12s %9s %9s %8s %8s  %s\n", "op", "shape", "attn ms", "torch ms", "speedup", "%memcpy",
               "target");
+  nlohmann::json summary = {{"bench", "kernels"}, {"threads", threads}, {"rows", nlohmann::json::array()}};
+  bool all_met = peer;
   for (const Row& row : rows) {
     const auto t = torch_ms.find(row.key);
     const double mc = memcpy_ms[row.shape];
@@ -240,15 +242,24 @@ int main(int argc, char** argv) {
       std::snprintf(ratio_col, sizeof ratio_col, "%.2fx", t->second / row.attn_ms);
     }
     std::string verdict;
+    nlohmann::json jr = {{"op", row.op}, {"shape", row.shape}, {"attn_ms", row.attn_ms}, {"memcpy_fraction", bw / 100.0}};
+    if (t != torch_ms.end()) jr["torch_ms"] = t->second;
     if (row.goal > 0 && t != torch_ms.end()) {
       const bool ok = t->second / row.attn_ms >= row.goal || (row.goal < 1.5 && bw >= 80.0);
       verdict = ok ? "  ok" : "  MISSED";
+      jr["goal"] = row.goal;
+      jr["met"] = ok;
+      all_met = all_met && ok;
     }
+    summary["rows"].push_back(jr);
     std::printf("%-20s %-12s %9.3f %9s %8s %7.0f%%  %s%s\n", row.op.c_str(), row.shape.c_str(), row.attn_ms, torch_col,
                 ratio_col, bw, row.target.c_str(), verdict.c_str());
   }
   std::printf("\nmemcpy bandwidth (read + write):");
   for (const auto& [sn, gbs] : memcpy_gbs) std::printf("  %s %.1f GB/s", sn.c_str(), gbs);
   std::printf("\n");
+  // The summary line bench/run_all.sh collects (last line of the output).
+  summary["met"] = all_met;
+  std::printf("%s\n", summary.dump().c_str());
   return 0;
 }

@@ -6,6 +6,8 @@
   python3 bench/results_table.py --add RUN.jsonl      # a bench/run_all.sh run: normalise it into
                                                       # bench/results/<date>-<host>.jsonl, then rewrite the page
   python3 bench/results_table.py --host-record        # prints this machine as a host record (from /proc/cpuinfo)
+  python3 bench/results_table.py --compare before B1.jsonl B2.jsonl --compare after A1.jsonl A2.jsonl
+                                                      # two builds' raw runs (bench/compare_builds.sh): a table
 
 Record schema (one JSON object a line; bench/results/*.jsonl hold normalised records only):
 
@@ -243,6 +245,10 @@ BENCHMARKS = [
           "Transformer 3 + 3 layers, d 256, 8 heads, vocabulary 8,000, batch 32, 32 steps; attn's KV cache "
           "against PyTorch's functional ops with its own KV cache (target tokens per second).",
           {"with a KV cache": faster(1.5), "without a cache": NO_TARGET}),
+    Bench("rnn", "speed", "GRU and LSTM layers",
+          "One layer, one direction, T 50, batch 64, 256 → 256, f32, against torch.nn.GRU / LSTM; median of 15 "
+          "runs, the peer under OMP_WAIT_POLICY=PASSIVE.",
+          {f"{m}, {w}": NO_TARGET for m in ("GRU", "LSTM") for w in ("forward + backward", "forward")}),
     Bench("folder_eval", "speed", "Evaluating foreign weights on an image folder",
           "`attn eval --weights` against ImageFolder + DataLoader + VisionTransformer: the whole loop "
           "(decoding, resize, crop, normalise, forward).",
@@ -385,7 +391,9 @@ MODEL_LABEL = {"vit_base_patch16_224": "ViT-B/16", "deit_tiny_patch16_224": "Dei
                "deit_small_patch16_224": "DeiT-S"}
 
 
-def normalise(path):
+def normalise(path, detail=False):
+    """A raw run file -> (host record, result records). detail: one record per row of the benchmarks that
+    summarise their rows in one record (kernels), as the build comparison wants them."""
     host, command, out, vit_infer, fma = None, None, [], {}, []
 
     def rec(kind, bench, case, unit, attn, peer, **kw):
@@ -444,6 +452,20 @@ def normalise(path):
                 j["torch_cached_tok_s"])
             rec("speed", "transformer_decode", "without a cache", "tok/s", j["attn_uncached_tok_s"],
                 j["torch_uncached_tok_s"])
+        elif b == "kernels":
+            rows = [r for r in j["rows"] if r.get("torch_ms") and r["op"] != "memcpy"]   # memcpy: the yardstick
+            if detail:
+                for r in rows:
+                    rec("speed", "kernels", f"{r['op']} {r['shape']}", "ms", r["attn_ms"], r["torch_ms"])
+            elif rows:
+                q = [r["torch_ms"] / r["attn_ms"] for r in rows]
+                rec("speed", "kernels", "every row", "ms", None, None,
+                    ratio=[sig(min(q), 2), sig(max(q), 3)], met=bool(j["met"]))
+        elif b == "rnn":
+            for mode, label in [("gru", "GRU"), ("lstm", "LSTM")]:
+                m = j[mode]
+                rec("speed", "rnn", f"{label}, forward + backward", "ms", m["attn_fwdbwd_ms"], m["torch_fwdbwd_ms"])
+                rec("speed", "rnn", f"{label}, forward", "ms", m["attn_fwd_ms"], m["torch_fwd_ms"])
         elif b == "translate_train":
             if j.get("sides") == "both":
                 rec("speed", "translate_train", "training", "tok/s", j["attn"]["tokens_per_second"],
@@ -506,12 +528,15 @@ ceiling (the notes say where). Correctness against PyTorch is checked by the tes
 scripts/test.sh`), not here.
 
 Reproduce: `bash bench/run_all.sh build/test` runs the speed benchmarks with the commands shown in the
-tables (kernels_bench prints a table but no JSON summary, so its row here is read off that table;
-linear_train and folder_eval are run by hand), bracketed by FMA-ceiling probes (`bench/fma_peak_bench`:
+tables (linear_train and folder_eval are run by hand), bracketed by FMA-ceiling probes (`bench/fma_peak_bench`:
 a 2-thread figure well under twice the 1-thread one means the run did not get both cores). The accuracy
 runs take hours: `bash bench/fmnist_accuracy.sh build/test budget|peer|teacher|distill` and `bash
 bench/translate.sh build/test hour|rnn-hour`. Use a quiet machine: on a shared one 2-thread OpenMP
 regions wait for cores and ratios move by 2×.
+
+Comparing two builds (before and after a change): `bash bench/compare_builds.sh BUILD_A BUILD_B --rounds
+3` runs the same benchmarks with fewer repetitions on both builds, alternated round by round, and prints
+each case's median ratio per build and the change.
 """
 
 
@@ -633,6 +658,83 @@ def write_page(paths, out):
     print(f"wrote {os.path.relpath(out, ROOT)} from {len(results)} records of {len(paths)} file(s)")
 
 
+def compare(groups):
+    """Markdown table comparing builds: groups is [(label, [raw run files, one a round])]. For each
+    (benchmark, case): each build's median ratio over its rounds (with the range) and its median attn figure,
+    then each later build's change against the first."""
+    def median(v):
+        v = sorted(v)
+        n = len(v)
+        return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+    per = []          # per group: {(bench, case): {"ratio": [...], "attn": [...], "unit": u}}
+    order = []
+    for _, paths in groups:
+        d = {}
+        for path in paths:
+            _, recs = normalise(path, detail=True)
+            for r in recs:
+                if r["kind"] != "speed":
+                    continue
+                k = (r["benchmark"], r["case"])
+                if k not in order:
+                    order.append(k)
+                e = d.setdefault(k, {"ratio": [], "attn": [], "unit": r["unit"]})
+                q = ratio_of(r)
+                if is_num(q):
+                    e["ratio"].append(float(q))
+                if is_num(r.get("attn")):
+                    e["attn"].append(float(r["attn"]))
+        per.append(d)
+    base = groups[0][0]
+    cols = ["benchmark", "case"]
+    for label, paths in groups:
+        cols += [f"ratio, {label} ({len(paths)} rounds)", f"attn, {label}"]
+    for label, _ in groups[1:]:
+        cols += [f"ratio change, {label} vs {base}", f"attn change, {label} vs {base}"]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    worst = 0.0
+    for k in order:
+        cells = [k[0], esc(k[1])]
+        meds = []
+        for d in per:
+            e = d.get(k)
+            if not e:
+                cells += ["—", "—"]
+                meds.append((None, None, None))
+                continue
+            rq = median(e["ratio"]) if e["ratio"] else None
+            am = median(e["attn"]) if e["attn"] else None
+            cells.append("—" if rq is None else f"{rq:.2f}× ({min(e['ratio']):.2f}–{max(e['ratio']):.2f})")
+            cells.append("—" if am is None else f"{sig(am)} {e['unit']}")
+            meds.append((rq, am, (min(e["ratio"]), max(e["ratio"])) if e["ratio"] else None,
+                         (min(e["attn"]), max(e["attn"])) if e["attn"] else None))
+        unit = next((d[k]["unit"] for d in per if k in d), "ms")
+        def apart(x, y):
+            return " (ranges overlap)" if x[0] <= y[1] and y[0] <= x[1] else " (ranges apart)"
+
+        for rq, am, rng, arng in meds[1:]:
+            r0, a0, rng0, arng0 = meds[0]
+            if rq is not None and r0:
+                ch = rq / r0 - 1
+                worst = max(worst, abs(ch))
+                # Beyond 5%: do the two builds' ranges of ratios over the rounds overlap (run-to-run noise)?
+                cells.append(f"{ch * 100:+.1f}%{'' if abs(ch) <= 0.05 else apart(rng, rng0)}")
+            else:
+                cells.append("—")
+            if am is not None and a0:
+                # attn's own figure: + means attn got faster
+                ch = (a0 / am - 1) if unit in LOWER_IS_BETTER else (am / a0 - 1)
+                cells.append(f"{ch * 100:+.1f}% {'faster' if ch >= 0 else 'slower'}"
+                             f"{'' if abs(ch) <= 0.05 else apart(arng, arng0)}")
+            else:
+                cells.append("—")
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", f"Largest ratio change: {worst * 100:.1f}%. Beyond 5%, \"ranges overlap\" says that the two builds' "
+              "ranges over the rounds overlap (the change is within run-to-run spread)."]
+    return "\n".join(lines)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("files", nargs="*", help="record files (default: bench/results/*.jsonl)")
@@ -640,10 +742,18 @@ def main():
     ap.add_argument("--add", metavar="RUN.jsonl", help="a bench/run_all.sh run to normalise into --results-dir")
     ap.add_argument("--results-dir", default=RESULTS_DIR, help="where --add writes (default: bench/results)")
     ap.add_argument("--host-record", action="store_true", help="print this machine's host record and exit")
+    ap.add_argument("--compare", nargs="+", action="append", metavar=("LABEL", "RUN.jsonl"),
+                    help="a build's raw run files, one per round, after its label; give it once per build "
+                         "(the first is the baseline): prints a comparison table instead of writing the page")
     a = ap.parse_args()
     try:
         if a.host_record:
             print(json.dumps(host_record(), ensure_ascii=False))
+            return 0
+        if a.compare:
+            if any(len(g) < 2 for g in a.compare) or len(a.compare) < 2:
+                raise RecordError("--compare expects LABEL RUN.jsonl... at least twice (one per build)")
+            print(compare([(g[0], g[1:]) for g in a.compare]))
             return 0
         if a.add:
             host, recs = normalise(a.add)

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "attn/attn.h"
 #include "attn/nn/rnn.h"
 #include "bench_util.h"
@@ -57,6 +59,7 @@ int main(int argc, char** argv) {
   const auto peer = nlohmann::json::parse(bench::last_line(bench::run_capture(cmd)));
   std::printf("RNN layer T=%lld B=%lld %lld->%lld, %d threads (ms, median; ratio = attn / torch)\n",
               (long long)T, (long long)B, (long long)I, (long long)H, threads);
+  nlohmann::json summary = {{"bench", "rnn"}, {"threads", threads}};
   for (auto mode : {nn::RnnMode::gru, nn::RnnMode::lstm}) {
     nn::RnnOptions o{.input_size = I, .hidden_size = H};
     std::shared_ptr<nn::RnnBase> m;
@@ -68,6 +71,9 @@ int main(int argc, char** argv) {
     const double pfb = peer[name]["fwdbwd"], pf = peer[name]["fwd"];
     std::printf("%-5s fwd+bwd  attn %8.2f  torch %8.2f  ratio %.2f\n", name, fb, pfb, fb / pfb);
     std::printf("%-5s fwd      attn %8.2f  torch %8.2f  ratio %.2f\n", name, f, pf, f / pf);
+    summary[name] = {{"attn_fwdbwd_ms", fb}, {"torch_fwdbwd_ms", pfb}, {"attn_fwd_ms", f}, {"torch_fwd_ms", pf}};
   }
+  // The summary line bench/run_all.sh collects (last line of the output).
+  std::printf("%s\n", summary.dump().c_str());
   return 0;
 }

@@ -21,6 +21,8 @@ stage_done() {  # wall time of the stage just finished, and the CPU time used so
 
 echo "== layers: no #include goes against the library's layers (scripts/check_layers.sh)"
 bash scripts/check_layers.sh --with-headers
+echo "== function length: none over 120 lines in src/ and cli/ (scripts/check_function_length.py)"
+python3 scripts/check_function_length.py
 
 echo "== [1/3] release build + unit tests"
 # The library is -O3 (Release); the test sources -O1 (glue around library calls; same results).
