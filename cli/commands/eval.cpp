@@ -86,12 +86,11 @@ void eval_on_folder(const models::Pretrained& cl, const std::string& what, const
 void eval_translation(const std::string& ckpt, const std::string& split, int64_t limit, int64_t beam,
                       double length_penalty, const std::string& hyps_out, bool json) {
   infer::Translator tr = infer::load_translator(ckpt);
-  const auto& d = tr.metadata().at("data");
+  const train::TranslationDataSpec d = train::translation_data_spec(tr.metadata(), "checkpoint '" + ckpt + "'");
   ATTN_CHECK(split == "test" || split == "dev" || split == "val", "eval: translation splits are dev | "
              "test, got '", split, "'");
-  data::PairSplits sp = train::load_translation_data(
-      d.at("data").get<std::string>(), d.at("seed").get<uint64_t>(), "/usr/share/sword",
-      d.at("synthetic_size").get<int64_t>(), d.at("dev_count").get<int64_t>(), d.at("test_count").get<int64_t>());
+  data::PairSplits sp = train::load_translation_data(d.data, d.seed, "/usr/share/sword", d.synthetic_size,
+                                                     d.dev_count, d.test_count);
   std::vector<data::TextPair> pairs = split == "test" ? sp.test : sp.dev;
   if (limit > 0 && int64_t(pairs.size()) > limit) pairs.resize(size_t(limit));
   std::vector<std::string> hyps;
@@ -106,7 +105,7 @@ void eval_translation(const std::string& ckpt, const std::string& split, int64_t
                                         {"bleu_line", s.format()}, {"sentences", pairs.size()},
                                         {"beam", beam}}).dump().c_str());
   } else {
-    std::printf("%s on %s/%s (%zu sentences, beam %lld): %s\n", ckpt.c_str(), d.at("data").get<std::string>().c_str(),
+    std::printf("%s on %s/%s (%zu sentences, beam %lld): %s\n", ckpt.c_str(), d.data.c_str(),
                 split.c_str(), pairs.size(), (long long)beam, s.format().c_str());
   }
 }

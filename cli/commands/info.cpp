@@ -23,7 +23,10 @@ void add_info(CLI::App& app) {
       return;
     }
     nlohmann::json over = nlohmann::json::object();
-    if (!cfg->empty()) over = nlohmann::json::parse(*cfg);
+    if (!cfg->empty()) {
+      over = nlohmann::json::parse(*cfg, nullptr, /*allow_exceptions=*/false);
+      ATTN_CHECK(!over.is_discarded() && over.is_object(), "--model-config: expected a JSON object, got '", *cfg, "'");
+    }
     auto m = models::create(*name, over);
     std::printf("%s (%s)\nconfig: %s\n\n%s", name->c_str(), models::model_entry(*name).task.c_str(),
                 m->config().dump().c_str(), m->parameter_table().c_str());

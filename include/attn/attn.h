@@ -10,6 +10,7 @@
 #include "attn/core/env.h"
 #include "attn/core/error.h"
 #include "attn/core/isa.h"
+#include "attn/core/json_config.h"
 #include "attn/core/memory.h"
 #include "attn/core/parallel.h"
 #include "attn/core/rng.h"

@@ -6,6 +6,7 @@
 
 #include "attn/autograd/grad_mode.h"
 #include "attn/core/error.h"
+#include "attn/core/json_config.h"
 #include "attn/io/base64.h"
 #include "attn/io/checkpoint.h"
 #include "attn/models/decode.h"
@@ -120,27 +121,40 @@ text::BleuScore Translator::bleu(const std::vector<data::TextPair>& pairs, int64
   return s;
 }
 
+namespace {
+
+// The metadata's "kind" ("" when absent or not a string: an image checkpoint writes none).
+std::string checkpoint_kind(const nlohmann::json& meta) {
+  return meta.contains("kind") && meta["kind"].is_string() ? meta["kind"].get<std::string>() : "";
+}
+
+}  // namespace
+
 bool is_translation_checkpoint(const std::string& checkpoint) {
-  return io::read_checkpoint_metadata(checkpoint).value("kind", "") == std::string(kTranslationCheckpoint);
+  return checkpoint_kind(io::read_checkpoint_metadata(checkpoint)) == kTranslationCheckpoint;
 }
 
 Translator load_translator(const std::string& checkpoint) {
   nlohmann::json meta = io::read_checkpoint_metadata(checkpoint);
-  if (meta.value("kind", "") != std::string(kTranslationCheckpoint)) {
+  ConfigReader r(meta, "checkpoint '" + checkpoint + "'");
+  if (checkpoint_kind(meta) != kTranslationCheckpoint) {
     std::string what = "no translation model";
-    if (meta.contains("config") && meta["config"].is_object() && meta["config"].contains("model"))
+    if (meta.contains("config") && meta["config"].is_object() && meta["config"].contains("model") &&
+        meta["config"]["model"].is_string())
       what = "the image model '" + meta["config"]["model"].get<std::string>() + "'";
     fail("'", checkpoint, "' holds ", what, ", not a translation model (expected a checkpoint written by "
          "`attn train --model transformer|rnn-attention`)");
   }
-  ATTN_CHECK(meta.contains("tokenizer") && meta["tokenizer"].is_string(), "'", checkpoint,
-             "': the translation checkpoint has no tokenizer");
-  auto tok = text::Tokenizer::deserialize(io::base64_decode(meta["tokenizer"].get<std::string>(), "checkpoint tokenizer"));
-  const nlohmann::json& cfg = meta.at("config");
+  ConfigReader cfg = r.object("config");
+  const std::string name = cfg.get<std::string>("model");
+  ATTN_CHECK(r.has("tokenizer"), "'", checkpoint, "': the translation checkpoint has no tokenizer");
+  auto tok = text::Tokenizer::deserialize(io::base64_decode(r.get<std::string>("tokenizer"), "checkpoint tokenizer"));
   std::shared_ptr<models::Seq2SeqModel> model;
-  {
+  try {
     nn::init::SkipRandomInit skip;   // the strict load below overwrites every parameter
-    model = models::create_seq2seq(cfg.at("model").get<std::string>(), cfg);
+    model = models::create_seq2seq(name, cfg.json());
+  } catch (const Error& e) {
+    fail("checkpoint '", checkpoint, "': ", e.what());
   }
   model->load_state_dict(io::open_checkpoint(checkpoint), {.strict = true, .skip_prefix = io::kCheckpointOptimizerPrefix});
   model->eval();

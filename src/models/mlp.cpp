@@ -1,5 +1,6 @@
 #include "attn/models/mlp.h"
 
+#include "attn/core/json_config.h"
 #include "attn/ops/dropout.h"
 #include "attn/ops/elementwise.h"
 
@@ -40,20 +41,27 @@ int64_t MlpClassifier::macs_per_image() const {
   return macs + in * cfg_.num_classes;
 }
 
+MlpConfig mlp_config_from_json(const nlohmann::json& j) {
+  ConfigReader r(j, "mlp config");
+  MlpConfig c;
+  c.in_channels = r.get<int64_t>("in_channels", Range::positive);
+  c.image_size = r.get<int64_t>("image_size", Range::positive);
+  c.hidden = r.get<std::vector<int64_t>>("hidden", Range::positive);
+  c.num_classes = r.get<int64_t>("num_classes", Range::positive);
+  c.dropout = r.get<double>("dropout", Range::probability);
+  c.act = r.one_of("act", {"relu", "gelu"});
+  r.ignore("model");
+  r.finish();
+  return c;
+}
+
 void register_mlp_models() {
   MlpConfig d;
   nlohmann::json defaults = {{"in_channels", d.in_channels}, {"image_size", d.image_size}, {"hidden", d.hidden},
                              {"num_classes", d.num_classes}, {"dropout", d.dropout}, {"act", d.act}};
   register_model({"mlp", "multilayer perceptron on flattened pixels (784-512-512-10)", defaults,
                   [](const nlohmann::json& c) {
-                    MlpConfig m;
-                    m.in_channels = c.at("in_channels");
-                    m.image_size = c.at("image_size");
-                    m.hidden = c.at("hidden").get<std::vector<int64_t>>();
-                    m.num_classes = c.at("num_classes");
-                    m.dropout = c.at("dropout");
-                    m.act = c.at("act");
-                    return std::make_shared<MlpClassifier>(m);
+                    return std::make_shared<MlpClassifier>(mlp_config_from_json(c));
                   }});
 }
 

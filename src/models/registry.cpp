@@ -3,6 +3,7 @@
 #include <map>
 
 #include "attn/core/error.h"
+#include "attn/core/json_config.h"
 
 namespace attn::models {
 
@@ -59,17 +60,19 @@ const ModelEntry& model_entry(const std::string& name) {
 
 std::shared_ptr<Model> create(const std::string& name, const nlohmann::json& overrides) {
   const ModelEntry& e = model_entry(name);
-  ATTN_CHECK(overrides.is_object() || overrides.is_null(), "create_model(", name,
-             "): config overrides must be a JSON object, got ", overrides.dump());
-  if (overrides.is_object() && overrides.contains("model"))
-    ATTN_CHECK(overrides["model"] == name, "create_model(", name, "): the config names model ",
-               overrides["model"].dump(), " but '", name, "' was asked for");
+  // ConfigError: a caller that read the config from a file names the file (attn/core/json_config.h).
+  if (!overrides.is_object() && !overrides.is_null())
+    throw ConfigError(detail::cat("create_model(", name, "): config overrides must be a JSON object, got ",
+                                  describe_json(overrides)));
+  if (overrides.is_object() && overrides.contains("model") && overrides["model"] != name)
+    throw ConfigError(detail::cat("create_model(", name, "): the config names model ", overrides["model"].dump(),
+                                  " but '", name, "' was asked for"));
   nlohmann::json cfg = e.merge_defaults ? e.defaults : nlohmann::json::object();
   if (overrides.is_object())
     for (auto it = overrides.begin(); it != overrides.end(); ++it) {
       if (it.key() == "model") continue;
-      ATTN_CHECK(!e.merge_defaults || cfg.contains(it.key()), "create_model(", name, "): unknown config key '",
-                 it.key(), "'");
+      if (e.merge_defaults && !cfg.contains(it.key()))
+        throw ConfigError(detail::cat("create_model(", name, "): unknown config key '", it.key(), "'"));
       cfg[it.key()] = it.value();
     }
   cfg["model"] = name;

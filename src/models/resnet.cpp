@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "attn/autograd/grad_mode.h"
+#include "attn/core/json_config.h"
 #include "attn/core/rng.h"
 #include "attn/nn/init.h"
 #include "attn/ops/elementwise.h"
@@ -13,11 +14,17 @@
 namespace attn::models {
 
 ResNetConfig resnet_config_from_json(const nlohmann::json& j) {
+  ConfigReader r(j, "resnet config");
   ResNetConfig c;
-  c.image_size = j.at("image_size"); c.in_channels = j.at("in_channels"); c.num_classes = j.at("num_classes");
-  c.stem = j.at("stem"); c.stem_channels = j.at("stem_channels");
-  c.widths = j.at("widths").get<std::vector<int64_t>>();
-  c.blocks = j.at("blocks").get<std::vector<int64_t>>();
+  c.image_size = r.get<int64_t>("image_size", Range::positive);
+  c.in_channels = r.get<int64_t>("in_channels", Range::positive);
+  c.num_classes = r.get<int64_t>("num_classes", Range::positive);
+  c.stem = r.one_of("stem", {"cifar", "imagenet"});
+  c.stem_channels = r.get<int64_t>("stem_channels", Range::positive);
+  c.widths = r.get<std::vector<int64_t>>("widths", Range::positive);
+  c.blocks = r.get<std::vector<int64_t>>("blocks", Range::positive);
+  r.ignore("model");
+  r.finish();
   return c;
 }
 

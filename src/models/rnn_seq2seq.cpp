@@ -3,10 +3,10 @@
 // start() + step() token by token.
 #include "attn/models/rnn_seq2seq.h"
 
-#include <set>
 #include <string>
 #include <vector>
 
+#include "attn/core/json_config.h"
 #include "attn/ops/combine.h"
 #include "attn/ops/elementwise.h"
 #include "attn/ops/indexing.h"
@@ -47,40 +47,24 @@ nlohmann::json RnnSeq2SeqConfig::to_json() const {
 }
 
 RnnSeq2SeqConfig RnnSeq2SeqConfig::from_json(const nlohmann::json& j) {
-  ATTN_CHECK(j.is_object(), "rnn-attention: expected a JSON object as config, got ", j.dump());
+  ConfigReader r(j, "rnn-attention config");
+  if (r.has("model")) r.one_of("model", {kModelName});
   RnnSeq2SeqConfig c;
-  const nlohmann::json known = c.to_json();
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    if (!known.contains(it.key())) {
-      std::string keys;
-      for (auto k = known.begin(); k != known.end(); ++k) keys += (keys.empty() ? "" : ", ") + k.key();
-      fail("rnn-attention: unknown config key \"", it.key(), "\" (known: ", keys, ")");
-    }
-  }
-  try {
-    if (j.contains("model"))
-      ATTN_CHECK(j["model"].get<std::string>() == kModelName, "rnn-attention: expected \"model\": \"", kModelName,
-                 "\", got ", j["model"].dump());
-    auto get = [&](const char* k, auto& v) {
-      if (j.contains(k)) v = j[k].get<std::decay_t<decltype(v)>>();
-    };
-    get("vocab_size", c.vocab_size);
-    get("emb_dim", c.emb_dim);
-    get("hidden", c.hidden);
-    get("layers", c.layers);
-    get("cell", c.cell);
-    get("bidirectional", c.bidirectional);
-    get("attention", c.attention);
-    get("score", c.score);
-    get("local", c.local);
-    get("window", c.window);
-    get("dropout", c.dropout);
-    get("max_length", c.max_length);
-    get("share_embeddings", c.share_embeddings);
-    get("tie_embeddings", c.tie_embeddings);
-  } catch (const nlohmann::json::exception& e) {
-    fail("rnn-attention: bad config value: ", e.what());
-  }
+  c.vocab_size = r.get_or("vocab_size", c.vocab_size, Range::positive);
+  c.emb_dim = r.get_or("emb_dim", c.emb_dim, Range::positive);
+  c.hidden = r.get_or("hidden", c.hidden, Range::positive);
+  c.layers = r.get_or("layers", c.layers, Range::positive);
+  c.cell = r.one_of_or("cell", c.cell, {"gru", "lstm"});
+  c.bidirectional = r.get_or("bidirectional", c.bidirectional);
+  c.attention = r.one_of_or("attention", c.attention, {"bahdanau", "luong"});
+  c.score = r.one_of_or("score", c.score, {"dot", "general", "concat"});
+  c.local = r.one_of_or("local", c.local, {"none", "m", "p"});
+  c.window = r.get_or("window", c.window, Range::non_negative);
+  c.dropout = r.get_or("dropout", c.dropout, Range::probability);
+  c.max_length = r.get_or("max_length", c.max_length, Range::positive);
+  c.share_embeddings = r.get_or("share_embeddings", c.share_embeddings);
+  c.tie_embeddings = r.get_or("tie_embeddings", c.tie_embeddings);
+  r.finish();
   return c;
 }
 

@@ -4,9 +4,9 @@
 #include "attn/models/transformer.h"
 
 #include <cmath>
-#include <set>
 
 #include "attn/autograd/grad_mode.h"
+#include "attn/core/json_config.h"
 #include "attn/nn/init.h"
 #include "attn/nn/pos_embed.h"
 #include "attn/ops/attention.h"
@@ -311,46 +311,27 @@ Tensor Transformer::forward(const Tensor& src, const Tensor& tgt, const Tensor& 
 
 // ------------------------------------------------------------------ config
 
-namespace {
-const std::set<std::string>& config_keys() {
-  static const std::set<std::string> k = {"model",      "vocab_size",     "d_model",          "nhead",
-                                          "encoder_layers", "decoder_layers", "layers",        "d_ff",
-                                          "dropout",    "activation",     "norm_first",       "layer_norm_eps",
-                                          "share_embeddings", "tie_output", "max_length"};
-  return k;
-}
-}  // namespace
-
 TransformerSeq2SeqConfig TransformerSeq2SeqConfig::from_json(const nlohmann::json& j) {
-  ATTN_CHECK(j.is_object(), "transformer config: expected a JSON object, got ", j.dump());
-  for (auto it = j.begin(); it != j.end(); ++it)
-    ATTN_CHECK(config_keys().count(it.key()), "transformer config: unknown key \"", it.key(), "\"");
-  if (j.contains("model"))
-    ATTN_CHECK(j["model"] == "transformer", "transformer config: expected \"model\": \"transformer\", got ",
-               j["model"].dump());
+  ConfigReader r(j, "transformer config");
+  if (r.has("model")) r.one_of("model", {"transformer"});
   TransformerSeq2SeqConfig c;
-  try {
-    c.vocab_size = j.value("vocab_size", c.vocab_size);
-    c.d_model = j.value("d_model", c.d_model);
-    c.nhead = j.value("nhead", c.nhead);
-    if (j.contains("layers")) c.encoder_layers = c.decoder_layers = j["layers"].get<int64_t>();
-    c.encoder_layers = j.value("encoder_layers", c.encoder_layers);
-    c.decoder_layers = j.value("decoder_layers", c.decoder_layers);
-    c.d_ff = j.value("d_ff", c.d_ff);
-    c.dropout = j.value("dropout", c.dropout);
-    if (j.contains("activation")) c.activation = activation_from_string(j["activation"].get<std::string>());
-    c.norm_first = j.value("norm_first", c.norm_first);
-    c.layer_norm_eps = j.value("layer_norm_eps", c.layer_norm_eps);
-    c.share_embeddings = j.value("share_embeddings", c.share_embeddings);
-    c.tie_output = j.value("tie_output", c.tie_output);
-    c.max_length = j.value("max_length", c.max_length);
-  } catch (const nlohmann::json::exception& e) {
-    fail("transformer config: a value has the wrong type (", e.what(), ") in ", j.dump());
-  }
-  ATTN_CHECK(c.vocab_size > 4, "transformer config: expected vocab_size > 4 (pad, unk, bos, eos), got ", c.vocab_size);
-  ATTN_CHECK(c.max_length > 0, "transformer config: expected max_length > 0, got ", c.max_length);
-  ATTN_CHECK(c.encoder_layers >= 0 && c.decoder_layers >= 0, "transformer config: expected layers >= 0, got ",
-             c.encoder_layers, " and ", c.decoder_layers);
+  c.vocab_size = r.get_or("vocab_size", c.vocab_size, Range::positive);
+  c.d_model = r.get_or("d_model", c.d_model, Range::positive);
+  c.nhead = r.get_or("nhead", c.nhead, Range::positive);
+  c.encoder_layers = c.decoder_layers = r.get_or("layers", c.encoder_layers, Range::non_negative);
+  c.encoder_layers = r.get_or("encoder_layers", c.encoder_layers, Range::non_negative);
+  c.decoder_layers = r.get_or("decoder_layers", c.decoder_layers, Range::non_negative);
+  c.d_ff = r.get_or("d_ff", c.d_ff, Range::positive);
+  c.dropout = r.get_or("dropout", c.dropout, Range::probability);
+  c.activation =
+      activation_from_string(r.one_of_or("activation", to_string(c.activation), {"relu", "gelu", "gelu_tanh"}));
+  c.norm_first = r.get_or("norm_first", c.norm_first);
+  c.layer_norm_eps = r.get_or("layer_norm_eps", c.layer_norm_eps, Range::positive);
+  c.share_embeddings = r.get_or("share_embeddings", c.share_embeddings);
+  c.tie_output = r.get_or("tie_output", c.tie_output);
+  c.max_length = r.get_or("max_length", c.max_length, Range::positive);
+  r.check(c.vocab_size > 4, "vocab_size", "an integer > 4 (pad, unk, bos, eos)", c.vocab_size);
+  r.finish();
   return c;
 }
 

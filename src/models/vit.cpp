@@ -6,6 +6,7 @@
 
 #include "attn/autograd/grad_mode.h"
 #include "attn/core/env.h"
+#include "attn/core/json_config.h"
 #include "attn/core/parallel.h"
 #include "attn/nn/conv.h"
 #include "attn/nn/init.h"
@@ -22,14 +23,28 @@ namespace attn::models {
 // ---- config ----
 
 VitConfig vit_config_from_json(const nlohmann::json& j) {
+  ConfigReader r(j, "vit config");
   VitConfig c;
-  c.image_size = j.at("image_size"); c.patch_size = j.at("patch_size"); c.in_channels = j.at("in_channels");
-  c.num_classes = j.at("num_classes"); c.dim = j.at("dim"); c.depth = j.at("depth"); c.heads = j.at("heads");
-  c.mlp_ratio = j.at("mlp_ratio"); c.qkv_bias = j.at("qkv_bias"); c.drop = j.at("drop");
-  c.attn_drop = j.at("attn_drop"); c.drop_path = j.at("drop_path"); c.pos_embed = j.at("pos_embed");
-  c.global_pool = j.at("global_pool"); c.representation_size = j.at("representation_size");
-  c.distilled = j.at("distilled"); c.eps = j.at("eps");
-  c.hybrid_channels = j.at("hybrid_channels").get<std::vector<int64_t>>();
+  c.image_size = r.get<int64_t>("image_size", Range::positive);
+  c.patch_size = r.get<int64_t>("patch_size", Range::positive);
+  c.in_channels = r.get<int64_t>("in_channels", Range::positive);
+  c.num_classes = r.get<int64_t>("num_classes", Range::positive);
+  c.dim = r.get<int64_t>("dim", Range::positive);
+  c.depth = r.get<int64_t>("depth", Range::positive);
+  c.heads = r.get<int64_t>("heads", Range::positive);
+  c.mlp_ratio = r.get<double>("mlp_ratio", Range::positive);
+  c.qkv_bias = r.get<bool>("qkv_bias");
+  c.drop = r.get<double>("drop", Range::probability);
+  c.attn_drop = r.get<double>("attn_drop", Range::probability);
+  c.drop_path = r.get<double>("drop_path", Range::probability);
+  c.pos_embed = r.one_of("pos_embed", {"learned", "learned2d", "sincos2d", "none"});
+  c.global_pool = r.one_of("global_pool", {"token", "avg"});
+  c.representation_size = r.get<int64_t>("representation_size", Range::non_negative);
+  c.distilled = r.get<bool>("distilled");
+  c.eps = r.get<double>("eps", Range::positive);
+  c.hybrid_channels = r.get<std::vector<int64_t>>("hybrid_channels", Range::positive);
+  r.ignore("model");
+  r.finish();
   return c;
 }
 

@@ -21,6 +21,7 @@
 #include "attn/train/ema.h"
 #include "attn/viz/plot.h"
 #include "attn/core/progress.h"
+#include "resume_state.h"
 
 namespace attn::train {
 
@@ -65,12 +66,8 @@ std::unique_ptr<Task> make_task(const TrainConfig& cfg) {
   if (cfg.resume) {
     // The checkpoint's model decides (a resumed run needs no --model).
     const std::string ckpt = cfg.out.value_or("") + "/checkpoint.safetensors";
-    if (cfg.out && std::filesystem::exists(ckpt)) {
-      const nlohmann::json meta = io::read_checkpoint_metadata(ckpt);
-      if (meta.contains("config") && meta["config"].is_object() && meta["config"].contains("model") &&
-          meta["config"]["model"].is_string())
-        name = meta["config"]["model"].get<std::string>();
-    }
+    if (cfg.out && std::filesystem::exists(ckpt))
+      name = checkpoint_model_name(io::read_checkpoint_metadata(ckpt), ckpt);
   }
   const std::string kind = models::model_entry(name).task;
   auto it = task_table().find(kind);
@@ -127,15 +124,6 @@ void check_resume_settings(const std::vector<Task::Setting>& now_settings, const
 }
 
 nlohmann::json window_json(const Window& w) { return {{"loss", w.loss}, {"steps", w.steps}, {"items", w.items}, {"sums", w.sums}}; }
-
-Window window_from(const nlohmann::json& j) {
-  Window w;
-  w.loss = j.at("loss").get<double>();
-  w.steps = j.at("steps").get<int64_t>();
-  w.items = j.at("items").get<int64_t>();
-  w.sums = j.at("sums").get<std::vector<double>>();
-  return w;
-}
 
 void add_sums(Window& w, const std::vector<double>& sums) {
   if (w.sums.size() < sums.size()) w.sums.resize(sums.size(), 0.0);
@@ -205,6 +193,7 @@ class Run {
   std::unique_ptr<ModelEma> ema_;
   std::string ema_path_;
   nlohmann::json meta_, train_state_, history_ = nlohmann::json::array(), settings_json_;
+  ResumeState resume_;
   int64_t step_ = 0, items_ = 0, prior_items_ = 0;
   double prior_seconds_ = 0;
   Window window_;
@@ -237,13 +226,16 @@ void Run::setup() {
     ATTN_CHECK(std::filesystem::exists(res_.checkpoint), "train --resume: there is no checkpoint to resume at '",
                res_.checkpoint, "' (--out ", out_, "); run without --resume to start training");
     meta_ = io::read_checkpoint_metadata(res_.checkpoint);
-    ATTN_CHECK(meta_.contains("train_state") && meta_["train_state"].is_object(), "train --resume: '",
-               res_.checkpoint, "' has no training state (expected __metadata__.train_state)");
+    // Checked before the task reads any data; the history's records as the task reads them (the
+    // plot, the final metrics).
+    resume_ = read_resume_state(meta_, res_.checkpoint);
+    with_checkpoint_name(res_.checkpoint, "train_state", [&] { task_->plot_series(resume_.history); });
     train_state_ = meta_["train_state"];
   }
   // The weights draw from the seeded global generator (the task builds the model).
   manual_seed(cfg_.seed);
-  task_->setup(cfg_.resume ? &meta_ : nullptr);
+  if (cfg_.resume) with_checkpoint_name(res_.checkpoint, "", [&] { task_->setup(&meta_); });
+  else task_->setup(nullptr);
   task_->model()->train();
 
   ATTN_CHECK(task_->batches_per_epoch() >= cfg_.grad_accum, "train: an epoch has ", task_->batches_per_epoch(),
@@ -263,13 +255,12 @@ void Run::setup() {
   optim_ = make_optimization(cfg_, defaults_, *task_, per_epoch_, total_);
   if (cfg_.resume) {
     load_checkpoint(res_.checkpoint, *task_->model(), optim_.opt.get());
-    step_ = train_state_.at("step").get<int64_t>();
-    default_generator().set_state(train_state_.at("rng_seed").get<uint64_t>(),
-                                  train_state_.at("rng_offset").get<uint64_t>());
-    history_ = train_state_.value("history", nlohmann::json::array());
-    prior_seconds_ = train_state_.value("seconds", 0.0);
-    prior_items_ = train_state_.value("items", int64_t(0));
-    if (train_state_.contains("window") && step_ % eval_every_ != 0) window_ = window_from(train_state_["window"]);
+    step_ = resume_.step;
+    default_generator().set_state(resume_.rng_seed, resume_.rng_offset);
+    history_ = resume_.history;
+    prior_seconds_ = resume_.seconds;
+    prior_items_ = resume_.items;
+    if (resume_.window && step_ % eval_every_ != 0) window_ = *resume_.window;
     if (!cfg_.quiet) std::fprintf(stderr, "resuming %s from step %lld\n", res_.checkpoint.c_str(), (long long)step_);
   }
   if (cfg_.ema_decay > 0) {

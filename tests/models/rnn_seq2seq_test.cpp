@@ -149,9 +149,11 @@ TEST(RnnSeq2Seq, ConfigDefaultsAndMessages) {
   EXPECT_EQ(m2->config(), m->config());
   EXPECT_EQ(m2->num_parameters(), m->num_parameters());
   auto msg = [](const Cfg& c) { return error_of([&] { models::make_rnn_seq2seq(c); }); };
-  EXPECT_EQ(msg({{"hiden", 4}}).rfind("rnn-attention: unknown config key \"hiden\" (known: ", 0), 0u);
+  EXPECT_EQ(msg({{"hiden", 4}}).rfind("rnn-attention config: unknown key \"hiden\" (known: model, vocab_size, ", 0),
+            0u);
   EXPECT_EQ(msg({{"vocab_size", 11}, {"score", "bilinear"}}),
-            "rnn-attention: expected score \"dot\", \"general\" or \"concat\", got \"bilinear\"");
+            "rnn-attention config: key \"score\": expected one of \"dot\", \"general\", \"concat\", found the string "
+            "\"bilinear\"");
   EXPECT_EQ(msg({{"vocab_size", 11}, {"emb_dim", 4}, {"hidden", 6}, {"tie_embeddings", true}}),
             "rnn-attention: tie_embeddings needs emb_dim == hidden (the output projection reads h~ of width hidden), "
             "got emb_dim 4 and hidden 6");

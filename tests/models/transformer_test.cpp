@@ -294,9 +294,12 @@ TEST(TransformerSeq2Seq, ConfigRoundTripAndErrors) {
   auto t = small_model(false, true, true);
   EXPECT_TRUE(t->output_proj->weight.is_same(t->src_embed->weight));
   EXPECT_EQ(t->num_parameters(), m->num_parameters() - 2 * 13 * 16);
-  EXPECT_EQ(error_of([&] { models::make_transformer_seq2seq({{"d_modle", 8}}); }),
-            "transformer config: unknown key \"d_modle\"");
-  EXPECT_THROW(models::make_transformer_seq2seq({{"activation", "tanh"}}), Error);
+  EXPECT_EQ(error_of([&] { models::make_transformer_seq2seq({{"d_modle", 8}}); })
+                .rfind("transformer config: unknown key \"d_modle\" (known: model, vocab_size, d_model, ", 0),
+            0u);
+  EXPECT_EQ(error_of([&] { models::make_transformer_seq2seq({{"activation", "tanh"}}); }),
+            "transformer config: key \"activation\": expected one of \"relu\", \"gelu\", \"gelu_tanh\", found the "
+            "string \"tanh\"");
 }
 
 }  // namespace

@@ -19,6 +19,9 @@ struct MlpConfig {
   std::string act = "relu";   // relu | gelu
 };
 
+// Every key required, each checked (attn/core/json_config.h); "model" is allowed.
+MlpConfig mlp_config_from_json(const nlohmann::json& j);
+
 class MlpClassifier : public ImageClassifier {
  public:
   explicit MlpClassifier(const MlpConfig& cfg);

@@ -31,6 +31,7 @@ struct ResNetConfig {
   std::vector<int64_t> blocks = {2, 2, 2};       // BasicBlocks per stage
 };
 
+// Every key required, each checked (attn/core/json_config.h); "model" is allowed.
 ResNetConfig resnet_config_from_json(const nlohmann::json& j);
 nlohmann::json resnet_config_to_json(const ResNetConfig& c);
 

@@ -50,6 +50,7 @@ struct VitConfig {
   std::vector<int64_t> hybrid_channels; // non-empty: tokens from a CNN stem (3x3 convs, stride 2 each)
 };
 
+// Every key required, each checked (attn/core/json_config.h); "model" is allowed.
 VitConfig vit_config_from_json(const nlohmann::json& j);
 nlohmann::json vit_config_to_json(const VitConfig& c);
 

@@ -2,11 +2,11 @@
 // names; see attn/models/pretrained.h.
 #include "attn/models/pretrained.h"
 
-#include <algorithm>
 #include <fstream>
 #include <sstream>
 
 #include "attn/core/error.h"
+#include "attn/core/json_config.h"
 #include "attn/data/dataset.h"
 #include "attn/data/fashion_mnist.h"
 #include "attn/io/checkpoint.h"
@@ -51,15 +51,16 @@ std::shared_ptr<ImageClassifier> load_model(const io::SafetensorsReader& file, c
                                             DType linear_dtype) {
   ATTN_CHECK(linear_dtype == DType::f32 || linear_dtype == DType::bf16, "load: expected the Linear weights' dtype "
              "f32 or bf16, got ", dtype_name(linear_dtype));
-  const nlohmann::json cfg = meta.contains("config") ? meta["config"] : nlohmann::json();
-  ATTN_CHECK(cfg.is_object() && cfg.contains("model"),
-             "load: checkpoint '", file.path(), "' has no model config (expected __metadata__.config with a "
-             "\"model\" name)");
+  ConfigReader r(meta, "checkpoint '" + file.path() + "'");
+  ConfigReader cfg = r.object("config");
+  const std::string name = cfg.get<std::string>("model");
   std::shared_ptr<ImageClassifier> model;
-  {
+  try {
     // The strict load below overwrites every parameter.
     nn::init::SkipRandomInit skip(nn::init::SkipRandomInit::Fill::none);
-    model = create_model(cfg["model"].get<std::string>(), cfg);
+    model = create_model(name, cfg.json());
+  } catch (const Error& e) {
+    fail("checkpoint '", file.path(), "': ", e.what());
   }
   // Before the copy, so that it converts f32 -> bf16 one tensor at a time.
   if (linear_dtype == DType::bf16) nn::make_linear_weights_bf16(*model);
@@ -82,9 +83,10 @@ Pretrained from_checkpoint(const PretrainedSource& s) {
   p.model = load_model(file, p.metadata, s.linear_dtype);
   p.model_name = p.metadata["config"].value("model", std::string("?"));
   if (p.metadata.contains("id2label")) p.labels = names_from_id2label(p.metadata["id2label"], in.num_classes);
-  if (p.metadata.contains("source_format") && p.metadata["source_format"].is_string()) {
+  ConfigReader r(p.metadata, "checkpoint '" + s.path + "'");
+  if (r.has("source_format")) {
     // Converted foreign weights: their source's eval transform.
-    p.source = p.metadata["source_format"].get<std::string>();
+    p.source = r.get<std::string>("source_format");
     p.preprocess = data::preset_for(p.model_name, data::parse_weight_source(p.source), in.image_size);
   } else {
     // Trained by attn: resized to the model's size and normalised as in training.
@@ -199,30 +201,25 @@ CheckpointInputs checkpoint_inputs(const std::string& checkpoint) {
 }
 
 CheckpointInputs checkpoint_inputs(const nlohmann::json& meta, const std::string& checkpoint) {
-  ATTN_CHECK(meta.contains("config") && meta["config"].is_object(), "checkpoint_inputs: checkpoint '", checkpoint,
-             "' has no model config");
-  const nlohmann::json& cfg = meta["config"];
-  for (const char* key : {"image_size", "in_channels", "num_classes"})
-    ATTN_CHECK(cfg.contains(key) && cfg[key].is_number_integer(), "checkpoint_inputs: the model config of '",
-               checkpoint, "' has no integer \"", key, "\"");
+  ConfigReader r(meta, "checkpoint '" + checkpoint + "'");
+  ConfigReader cfg = r.object("config");
   CheckpointInputs in;
-  in.image_size = cfg["image_size"].get<int64_t>();
-  in.channels = cfg["in_channels"].get<int64_t>();
-  in.num_classes = cfg["num_classes"].get<int64_t>();
-  const nlohmann::json ts = meta.value("train_state", nlohmann::json::object());
-  if (ts.is_object() && ts.contains("data") && ts["data"].is_string()) in.data = ts["data"].get<std::string>();
-  if (ts.is_object() && ts.contains("mean") && ts.contains("std") && ts["mean"].is_array() && ts["std"].is_array()) {
-    in.mean = ts["mean"].get<std::vector<float>>();
-    in.std = ts["std"].get<std::vector<float>>();
+  in.image_size = cfg.get<int64_t>("image_size", Range::positive);
+  in.channels = cfg.get<int64_t>("in_channels", Range::positive);
+  in.num_classes = cfg.get<int64_t>("num_classes", Range::positive);
+  ConfigReader ts = r.object_or_empty("train_state");
+  in.data = ts.get_or("data", "");
+  if (ts.has("mean") || ts.has("std")) {
+    in.mean = ts.get<std::vector<float>>("mean");
+    in.std = ts.get<std::vector<float>>("std", Range::positive);
   } else {
     std::tie(in.mean, in.std) = data::dataset_normalization(in.data);
   }
+  std::vector<std::string> names;
+  if (ts.has("class_names")) names = ts.get<std::vector<std::string>>("class_names");
   const auto& fm = data::FashionMnist::class_names();
-  if (ts.is_object() && ts.contains("class_names") && ts["class_names"].is_array() &&
-      int64_t(ts["class_names"].size()) == in.num_classes &&
-      std::all_of(ts["class_names"].begin(), ts["class_names"].end(),
-                  [](const nlohmann::json& n) { return n.is_string(); })) {
-    in.class_names = ts["class_names"].get<std::vector<std::string>>();   // an image folder's (train --data DIR)
+  if (!names.empty() && int64_t(names.size()) == in.num_classes) {
+    in.class_names = names;   // an image folder's (train --data DIR)
   } else if (in.data == "fashion-mnist" && int64_t(fm.size()) == in.num_classes) {
     in.class_names = fm;
   } else {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "attn/core/error.h"
+#include "attn/core/json_config.h"
 #include "attn/models/name_maps.h"
 #include "attn/ops/combine.h"
 
@@ -98,41 +99,34 @@ io::TensorList map_hf(const io::TensorList& sd) {
 }
 
 VitConfig vit_config_from_hf(const nlohmann::json& j, bool distilled) {
-  ATTN_CHECK(j.is_object(), "foreign weights: expected a Hugging Face config.json object, got ", j.type_name());
-  auto get = [&](const char* key, auto fallback) {
-    using T = decltype(fallback);
-    if (!j.contains(key) || j.at(key).is_null()) return fallback;
-    try {
-      return j.at(key).get<T>();
-    } catch (const std::exception&) {
-      fail("foreign weights: config.json key '", key, "' has an unexpected value ", j.at(key).dump());
-    }
-  };
-  if (j.contains("model_type")) {
-    const std::string mt = j.at("model_type").is_string() ? j.at("model_type").get<std::string>() : "";
+  if (!j.is_object())
+    throw ConfigError("foreign weights: expected a Hugging Face config.json object, got " + describe_json(j));
+  // transformers writes null for a setting left unset: its default. Keys attn does not use are allowed.
+  ConfigReader r(j, "foreign weights: config.json");
+  r.null_is_absent();
+  if (r.has("model_type")) {
+    const nlohmann::json& mt = j.at("model_type");
     ATTN_CHECK(mt == "vit" || mt == "deit", "foreign weights: config.json model_type must be 'vit' or 'deit', got ",
-               j.at("model_type").dump());
+               mt.dump());
   }
-  const std::string act = get("hidden_act", std::string("gelu"));
+  const std::string act = r.get_or("hidden_act", "gelu");
   ATTN_CHECK(act == "gelu", "foreign weights: config.json hidden_act '", act,
              "' is not supported (attn's ViT MLP uses the exact GELU, 'gelu')");
   VitConfig c;
-  c.dim = get("hidden_size", int64_t(768));
-  c.depth = get("num_hidden_layers", int64_t(12));
-  c.heads = get("num_attention_heads", int64_t(12));
-  const int64_t inter = get("intermediate_size", int64_t(3072));
-  ATTN_CHECK(c.dim > 0 && inter > 0, "foreign weights: config.json hidden_size ", c.dim, " / intermediate_size ", inter,
-             " must be positive");
+  c.dim = r.get_or("hidden_size", int64_t(768), Range::positive);
+  c.depth = r.get_or("num_hidden_layers", int64_t(12), Range::positive);
+  c.heads = r.get_or("num_attention_heads", int64_t(12), Range::positive);
+  const int64_t inter = r.get_or("intermediate_size", int64_t(3072), Range::positive);
   c.mlp_ratio = double(inter) / double(c.dim);
   ATTN_CHECK(int64_t(double(c.dim) * c.mlp_ratio) == inter, "foreign weights: config.json intermediate_size ", inter,
              " is not representable as hidden_size ", c.dim, " x a ratio");
-  c.image_size = get("image_size", int64_t(224));
-  c.patch_size = get("patch_size", int64_t(16));
-  c.in_channels = get("num_channels", int64_t(3));
-  c.eps = get("layer_norm_eps", 1e-12);
-  c.qkv_bias = get("qkv_bias", true);
-  if (j.contains("num_labels")) c.num_classes = get("num_labels", int64_t(2));
-  else if (j.contains("id2label") && j.at("id2label").is_object()) c.num_classes = int64_t(j.at("id2label").size());
+  c.image_size = r.get_or("image_size", int64_t(224), Range::positive);
+  c.patch_size = r.get_or("patch_size", int64_t(16), Range::positive);
+  c.in_channels = r.get_or("num_channels", int64_t(3), Range::positive);
+  c.eps = r.get_or("layer_norm_eps", 1e-12, Range::positive);
+  c.qkv_bias = r.get_or("qkv_bias", true);
+  if (r.has("num_labels")) c.num_classes = r.get<int64_t>("num_labels", Range::positive);
+  else if (r.has("id2label")) c.num_classes = int64_t(r.object("id2label").json().size());
   else c.num_classes = 2;   // transformers' PretrainedConfig default
   c.drop = 0.0; c.attn_drop = 0.0; c.drop_path = 0.0;
   c.pos_embed = "learned"; c.global_pool = "token"; c.representation_size = 0;

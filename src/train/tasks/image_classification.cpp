@@ -6,6 +6,7 @@
 
 #include "attn/autograd/grad_mode.h"
 #include "attn/core/error.h"
+#include "attn/core/json_config.h"
 #include "attn/core/rng.h"
 #include "attn/data/augment.h"
 #include "attn/data/fashion_mnist.h"
@@ -127,26 +128,29 @@ class ImageClassificationTask : public Task {
   void setup(const nlohmann::json* resume) override {
     nlohmann::json model_cfg;
     if (resume) {
-      model_cfg = resume->at("config");
-      model_ = models::create_model(model_cfg.at("model").get<std::string>(), model_cfg);
+      // ConfigErrors of the metadata have no context: the Trainer puts the checkpoint's name in front.
+      ConfigReader r(*resume, "");
+      const std::string name = r.object("config").get<std::string>("model");
+      model_ = models::create_model(name, resume->at("config"));
+      model_cfg = model_->config();
       // Distillation settings: the checkpoint's, unless this call names a teacher of its own.
-      const nlohmann::json& ts = resume->at("train_state");
-      if (ic_.teacher.empty() && ic_.distill == "none" && ts.contains("distill")) {
-        const auto& d = ts["distill"];
-        ic_.distill = d.at("type").get<std::string>();
-        ic_.teacher = d.at("teacher").get<std::string>();
-        ic_.alpha = d.at("alpha").get<double>();
-        ic_.tau = d.at("tau").get<double>();
+      ConfigReader ts = r.object("train_state");
+      if (ic_.teacher.empty() && ic_.distill == "none" && ts.has("distill")) {
+        ConfigReader d = ts.object("distill");
+        ic_.distill = d.one_of("type", {"none", "soft", "hard"});
+        ic_.teacher = d.get<std::string>("teacher");
+        ic_.alpha = d.get<double>("alpha", Range::unit_interval);
+        ic_.tau = d.get<double>("tau", Range::positive);
       }
     } else {
       // An image folder sets the class count unless --model-config does (as timm's --num-classes).
       nlohmann::json overrides = cfg_.model_config;
-      if (is_folder_data(data_) && !overrides.contains("num_classes"))
+      if (is_folder_data(data_) && overrides.is_object() && !overrides.contains("num_classes"))
         overrides["num_classes"] = int64_t(data::image_folder_classes(data_).size());
       model_ = models::create_model(cfg_.model, overrides);
       model_cfg = model_->config();
     }
-    model_name_ = model_cfg.at("model").get<std::string>();
+    model_name_ = model_cfg["model"].get<std::string>();
     // Data: after the model, whose image size and channel count an image folder is read at.
     run_data_ = load_data(data_, ic_.data_dir, model_cfg, cfg_.quiet);
     train_ds_ = run_data_.train;
@@ -231,11 +235,12 @@ class ImageClassificationTask : public Task {
   std::string plot_x() const override { return "epoch"; }
   std::vector<viz::Series> plot_series(const nlohmann::json& history) const override {
     viz::Series tl{"train loss", {}, {}}, vl{"val loss", {}, {}}, va{"val accuracy", {}, {}, true};
-    for (const auto& h : history) {
-      const double ep = h.at("epoch_float").get<double>();
-      tl.x.push_back(ep); tl.y.push_back(h.at("train_loss").get<double>());
-      vl.x.push_back(ep); vl.y.push_back(h.at("val_loss").get<double>());
-      va.x.push_back(ep); va.y.push_back(h.at("val_accuracy").get<double>());
+    for (size_t i = 0; i < history.size(); ++i) {
+      ConfigReader h(history[i], "", "history[" + std::to_string(i) + "].");
+      const double ep = h.get<double>("epoch_float");
+      tl.x.push_back(ep); tl.y.push_back(h.get<double>("train_loss"));
+      vl.x.push_back(ep); vl.y.push_back(h.get<double>("val_loss"));
+      va.x.push_back(ep); va.y.push_back(h.get<double>("val_accuracy"));
     }
     return {tl, vl, va};
   }

@@ -9,6 +9,7 @@
 
 #include "attn/autograd/grad_mode.h"
 #include "attn/core/error.h"
+#include "attn/core/json_config.h"
 #include "attn/core/parallel.h"
 #include "attn/infer/translate.h"
 #include "attn/io/base64.h"
@@ -75,26 +76,35 @@ class TranslationTask : public Task {
   }
 
   void setup(const nlohmann::json* resume) override {
+    // Resuming: the checkpoint's data spec, tokenizer and model config. ConfigErrors of the metadata
+    // have no context: the Trainer puts the checkpoint's name in front.
+    std::string model_name = cfg_.model;
+    nlohmann::json model_cfg = cfg_.model_config;
     if (resume) {
-      // The data spec of the run: the checkpoint's.
-      ATTN_CHECK(resume->value("kind", "") == std::string(infer::kTranslationCheckpoint),
+      ConfigReader r(*resume, "");
+      ATTN_CHECK(r.get_or("kind", "") == std::string(infer::kTranslationCheckpoint),
                  "train --resume: the checkpoint is not a translation checkpoint");
-      const auto& d = resume->at("data");
-      data_ = d.at("data").get<std::string>();
-      seed_ = d.at("seed").get<uint64_t>();
-      tc_.synthetic_size = d.at("synthetic_size").get<int64_t>();
-      tc_.dev_count = d.at("dev_count").get<int64_t>();
-      tc_.test_count = d.at("test_count").get<int64_t>();
-    }
-    load_data(resume);
-    nlohmann::json model_cfg;
-    if (resume) {
+      const TranslationDataSpec d = translation_data_spec(*resume, "");
+      data_ = d.data;
+      seed_ = d.seed;
+      tc_.synthetic_size = d.synthetic_size;
+      tc_.dev_count = d.dev_count;
+      tc_.test_count = d.test_count;
+      model_name = r.object("config").get<std::string>("model");
       model_cfg = resume->at("config");
-    } else {
-      model_cfg = cfg_.model_config;
-      model_cfg["vocab_size"] = tok_->vocab_size();
+      tok_b64_ = r.get<std::string>("tokenizer");
+      ConfigReader ts = r.object("train_state");
+      resume_at_.epoch = ts.get<int64_t>("epoch", Range::non_negative);
+      resume_at_.index = ts.get<int64_t>("batch", Range::non_negative);
     }
-    model_ = models::create_seq2seq(resume ? model_cfg.at("model").get<std::string>() : cfg_.model, model_cfg);
+    // Resuming, the config is whole: the model first (its config checked before the data is read).
+    // Otherwise the model's vocabulary is the tokenizer's, trained on the data.
+    if (resume) model_ = models::create_seq2seq(model_name, model_cfg);
+    load_data(resume);
+    if (!resume) {
+      if (model_cfg.is_object() || model_cfg.is_null()) model_cfg["vocab_size"] = tok_->vocab_size();
+      model_ = models::create_seq2seq(model_name, model_cfg);
+    }
     ATTN_CHECK(model_->vocab_size() == tok_->vocab_size(), "train: the model's vocabulary (", model_->vocab_size(),
                ") differs from the tokenizer's (", tok_->vocab_size(), ")");
     max_len_ = std::min(tc_.max_length, model_->max_length() - 1);
@@ -114,8 +124,9 @@ class TranslationTask : public Task {
     return c.value("d_model", c.value("hidden", int64_t(512)));
   }
 
-  void seek(int64_t micro_batches, const nlohmann::json& state) override {
-    if (micro_batches > 0) batcher_->seek({state.at("epoch").get<int64_t>(), state.at("batch").get<int64_t>()});
+  // The position was read from the checkpoint's train_state in setup().
+  void seek(int64_t micro_batches, const nlohmann::json&) override {
+    if (micro_batches > 0) batcher_->seek(resume_at_);
   }
   nlohmann::json position() const override {
     const data::SeqPosition p = batcher_->position();
@@ -167,11 +178,12 @@ class TranslationTask : public Task {
   std::string plot_x() const override { return "step"; }
   std::vector<viz::Series> plot_series(const nlohmann::json& history) const override {
     viz::Series tl{"train loss", {}, {}}, vl{"dev loss", {}, {}}, vb{"dev BLEU / 100", {}, {}, true};
-    for (const auto& h : history) {
-      const double x = h.at("step").get<double>();
-      tl.x.push_back(x); tl.y.push_back(h.at("train_loss").get<double>());
-      vl.x.push_back(x); vl.y.push_back(h.at("dev_loss").get<double>());
-      vb.x.push_back(x); vb.y.push_back(h.at("dev_bleu").get<double>() / 100.0);
+    for (size_t i = 0; i < history.size(); ++i) {
+      ConfigReader h(history[i], "", "history[" + std::to_string(i) + "].");
+      const double x = h.get<double>("step");
+      tl.x.push_back(x); tl.y.push_back(h.get<double>("train_loss"));
+      vl.x.push_back(x); vl.y.push_back(h.get<double>("dev_loss"));
+      vb.x.push_back(x); vb.y.push_back(h.get<double>("dev_bleu") / 100.0);
     }
     return {tl, vl, vb};
   }
@@ -202,6 +214,7 @@ class TranslationTask : public Task {
   std::vector<data::SeqPair> train_ids_, dev_ids_;
   std::shared_ptr<models::Seq2SeqModel> model_;
   std::unique_ptr<data::SeqBatcher> batcher_;
+  data::SeqPosition resume_at_;
   int64_t max_len_ = 0, dev_sentences_ = 0;
 };
 
@@ -212,7 +225,7 @@ void TranslationTask::load_data(const nlohmann::json* resume) {
     splits_.train.resize(size_t(cfg_.limit_train));
   if (tc_.limit_test > 0 && int64_t(splits_.test.size()) > tc_.limit_test) splits_.test.resize(size_t(tc_.limit_test));
   if (resume)
-    tok_ = text::Tokenizer::deserialize(io::base64_decode(resume->at("tokenizer").get<std::string>(), "checkpoint tokenizer"));
+    tok_ = text::Tokenizer::deserialize(io::base64_decode(tok_b64_, "checkpoint tokenizer"));
   else
     tok_ = train_translation_tokenizer(tc_.tokenizer, tc_.vocab_size, data_, splits_.train);
   tok_b64_ = io::base64_encode(tok_->serialize());
@@ -289,6 +302,17 @@ Tensor seq2seq_batch_loss(models::Seq2SeqModel& model, const data::SeqBatch& b, 
   Tensor logits = model.forward_rows(b.src, b.src_pad, b.tgt_in, Tensor::from_vector<int64_t>(rows, {R}));
   return cross_entropy(logits, Tensor::from_vector<int64_t>(targets, {R}),
                        {.label_smoothing = label_smoothing, .ignore_index = models::pad_id});
+}
+
+TranslationDataSpec translation_data_spec(const nlohmann::json& metadata, const std::string& context) {
+  ConfigReader d = ConfigReader(metadata, context).object("data");
+  TranslationDataSpec s;
+  s.data = d.get<std::string>("data");
+  s.seed = d.get<uint64_t>("seed");
+  s.synthetic_size = d.get<int64_t>("synthetic_size", Range::non_negative);
+  s.dev_count = d.get<int64_t>("dev_count", Range::non_negative);
+  s.test_count = d.get<int64_t>("test_count", Range::non_negative);
+  return s;
 }
 
 data::PairSplits load_translation_data(const std::string& data, uint64_t seed, const std::string& sword_dir,

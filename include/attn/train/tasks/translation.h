@@ -31,6 +31,16 @@
 
 namespace attn::train {
 
+// A run's data spec, as a translation checkpoint keeps it (its metadata "data").
+struct TranslationDataSpec {
+  std::string data;
+  uint64_t seed = 0;
+  int64_t synthetic_size = 0, dev_count = 0, test_count = 0;
+};
+// The data spec of a checkpoint's metadata, every value checked: attn::ConfigError names `context`
+// (e.g. "checkpoint 'run/checkpoint.safetensors'") and the key ("data.seed").
+TranslationDataSpec translation_data_spec(const nlohmann::json& metadata, const std::string& context);
+
 // The data splits of a data spec (as the task makes them).
 data::PairSplits load_translation_data(const std::string& data, uint64_t seed, const std::string& sword_dir,
                                        int64_t synthetic_size, int64_t dev_count, int64_t test_count);
