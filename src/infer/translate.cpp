@@ -124,7 +124,7 @@ bool is_translation_checkpoint(const std::string& checkpoint) {
   return io::read_checkpoint_metadata(checkpoint).value("kind", "") == std::string(kTranslationCheckpoint);
 }
 
-Translator load_translator(const std::string& checkpoint) {
+Translator load_translator(const std::string& checkpoint, io::CheckpointWeights weights) {
   nlohmann::json meta = io::read_checkpoint_metadata(checkpoint);
   if (meta.value("kind", "") != std::string(kTranslationCheckpoint)) {
     std::string what = "no translation model";
@@ -142,7 +142,11 @@ Translator load_translator(const std::string& checkpoint) {
     nn::init::SkipRandomInit skip;   // the strict load below overwrites every parameter
     model = models::create_seq2seq(cfg.at("model").get<std::string>(), cfg);
   }
-  model->load_state_dict(io::open_checkpoint(checkpoint), {.strict = true, .skip_prefix = io::kCheckpointOptimizerPrefix});
+  const io::SafetensorsReader file = io::open_checkpoint(checkpoint);
+  ATTN_CHECK(weights == io::CheckpointWeights::model || io::checkpoint_has_ema(file), "'", checkpoint,
+             "' has no EMA weights (its run was trained without --ema-decay)");
+  model->load_state_dict(file, {.strict = true,
+                                .key = [weights](const std::string& k) { return io::checkpoint_weight_key(k, weights); }});
   model->eval();
   return Translator(std::move(model), std::move(tok), std::move(meta));
 }
