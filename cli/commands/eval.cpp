@@ -83,9 +83,9 @@ void eval_on_folder(const models::Pretrained& cl, const std::string& what, const
 }
 
 // Corpus BLEU (sacreBLEU's default) of a translation checkpoint on its own data split.
-void eval_translation(const std::string& ckpt, const std::string& split, int64_t limit, int64_t beam,
-                      double length_penalty, const std::string& hyps_out, bool json) {
-  infer::Translator tr = infer::load_translator(ckpt);
+void eval_translation(const std::string& ckpt, io::CheckpointWeights weights, const std::string& split, int64_t limit,
+                      int64_t beam, double length_penalty, const std::string& hyps_out, bool json) {
+  infer::Translator tr = infer::load_translator(ckpt, weights);
   const train::TranslationDataSpec d = train::translation_data_spec(tr.metadata(), "checkpoint '" + ckpt + "'");
   ATTN_CHECK(split == "test" || split == "dev" || split == "val", "eval: translation splits are dev | "
              "test, got '", split, "'");
@@ -167,7 +167,7 @@ void add_eval(CLI::App& app) {
                "checkpoints are evaluated as they were trained");
     if (infer::is_translation_checkpoint(o->ckpt)) {
       no_confusion("translation models");
-      eval_translation(o->ckpt, o->split, o->limit, o->beam, o->length_penalty, o->hyps_out, o->json);
+      eval_translation(o->ckpt, src.weights, o->split, o->limit, o->beam, o->length_penalty, o->hyps_out, o->json);
       return;
     }
     // As trained: normalised with the checkpoint's mean / std at the model's image size, weights unpacked.

@@ -42,6 +42,8 @@ void add_source_flags(CLI::App* c, SourceFlags& f, const char* dtype_help) {
   c->add_flag("--pos-embed-antialias", f.pos_embed_antialias,
               "with --image-size: resample the position embedding as timm does (antialiased bicubic), not as DeiT");
   if (dtype_help) c->add_option("--dtype", f.dtype, dtype_help)->capture_default_str();
+  c->add_flag("--ema", f.ema, "an attn checkpoint's EMA weights (kept by a run trained with --ema-decay), not its "
+              "weights");
   c->add_option("--resize", f.resize, "resize the shorter side to N (default: the weights' preset)");
   c->add_option("--crop", f.crop, "center crop size (must equal the model's image size)");
   c->add_option("--crop-pct", f.crop_pct, "crop fraction: resize = floor(crop / crop_pct)");
@@ -60,6 +62,7 @@ models::PretrainedSource SourceFlags::take_source(std::vector<std::string>& args
            weights, "')");
     ATTN_CHECK(args.size() >= p.min_inputs && args.size() <= p.max_inputs, cmd, ": expected ", p.weights_usage,
                " with --weights, got ", arguments(args.size()));
+    ATTN_CHECK(!ema, cmd, ": --ema is for attn checkpoints (their EMA weights), not foreign --weights");
     s = models::PretrainedSource::foreign(weights, model);
     s.format = format;
     s.hf_config = config;
@@ -80,6 +83,7 @@ models::PretrainedSource SourceFlags::take_source(std::vector<std::string>& args
     ATTN_CHECK(!args.empty() && args.size() - 1 >= p.min_inputs && args.size() - 1 <= p.max_inputs, cmd,
                ": expected ", p.usage, ", got ", arguments(args.size()));
     s = models::PretrainedSource::checkpoint(args.front());
+    if (ema) s.weights = io::CheckpointWeights::ema;
     args.erase(args.begin());
   }
   ATTN_CHECK(dtype == "f32" || dtype == "bf16", cmd, ": expected --dtype f32 or bf16, got '", dtype, "'");

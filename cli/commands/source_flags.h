@@ -10,6 +10,7 @@
 //   --weights --model --format --config --model-config --image-size --pos-embed-antialias   foreign weights
 //   --resize --crop --crop-pct --interpolation --mean --std                                  preprocessing
 //   --dtype f32 | bf16                                                                       where offered
+//   --ema                                     an attn checkpoint's EMA weights (a run trained with --ema-decay)
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -40,6 +41,7 @@ struct SourceFlags {
   double crop_pct = 0;
   std::string interpolation, mean, std;
   std::string dtype = "f32";
+  bool ema = false;
 
   bool foreign() const { return !weights.empty(); }
   // Any of --resize --crop --crop-pct --interpolation --mean --std.

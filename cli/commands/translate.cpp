@@ -20,6 +20,7 @@ void add_translate(CLI::App& app) {
     int64_t beam = 4, max_len = 0, batch = 64;
     double length_penalty = 0.6;
     int threads = 0;
+    bool ema = false;
   };
   auto o = std::make_shared<Opts>();
   c->add_option("checkpoint", o->ckpt, "a checkpoint of `attn train --model transformer|rnn-attention`")->required();
@@ -30,9 +31,11 @@ void add_translate(CLI::App& app) {
   c->add_option("--max-len", o->max_len, "most target tokens (0: about twice the source)");
   c->add_option("--batch", o->batch)->capture_default_str();
   c->add_option("--threads", o->threads);
+  c->add_flag("--ema", o->ema, "the checkpoint's EMA weights (kept by a run trained with --ema-decay)");
   c->callback([o] {
     apply_threads(o->threads);
-    infer::Translator tr = infer::load_translator(o->ckpt);
+    infer::Translator tr =
+        infer::load_translator(o->ckpt, o->ema ? io::CheckpointWeights::ema : io::CheckpointWeights::model);
     std::vector<std::string> src = o->texts;
     if (!o->file.empty() || (src.size() == 1 && src[0] == "-")) {
       if (src.size() == 1 && src[0] == "-") src.clear();
@@ -60,6 +63,7 @@ void add_align(CLI::App& app) {
     int64_t beam = 1, cell = viz::AlignmentOptions{}.cell, font_scale = viz::AlignmentOptions{}.font_scale;
     std::string colormap = "viridis";
     int threads = 0;
+    bool ema = false;
   };
   auto o = std::make_shared<Opts>();
   c->add_option("checkpoint", o->ckpt, "a translation checkpoint")->required();
@@ -70,9 +74,11 @@ void add_align(CLI::App& app) {
   c->add_option("--font-scale", o->font_scale)->capture_default_str();
   c->add_option("--colormap", o->colormap, "viridis | gray")->capture_default_str();
   c->add_option("--threads", o->threads);
+  c->add_flag("--ema", o->ema, "the checkpoint's EMA weights (kept by a run trained with --ema-decay)");
   c->callback([o] {
     apply_threads(o->threads);
-    infer::Translator tr = infer::load_translator(o->ckpt);
+    infer::Translator tr =
+        infer::load_translator(o->ckpt, o->ema ? io::CheckpointWeights::ema : io::CheckpointWeights::model);
     infer::Alignment a = tr.align(o->text, o->beam);
     viz::AlignmentOptions ao;
     ao.cell = o->cell;

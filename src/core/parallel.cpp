@@ -3,6 +3,8 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
 #include <optional>
 
 #include "attn/core/env.h"
@@ -39,13 +41,22 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain,
   const int64_t max_chunks = (n + grain - 1) / grain;
   const int nt = int(std::min<int64_t>(get_num_threads(), max_chunks));
   if (nt <= 1 || omp_in_parallel()) { fn(begin, end); return; }
+  // An exception must not leave the region (that terminates the process): the first one thrown is
+  // kept, the other threads finish their chunks, and it is rethrown here.
+  std::exception_ptr first;
+  std::atomic<bool> failed{false};
 #pragma omp parallel num_threads(nt)
   {
     const int64_t t = omp_get_thread_num();
     const int64_t chunk = (n + nt - 1) / nt;
     const int64_t b = begin + t * chunk, e = std::min(end, b + chunk);
-    if (b < e) fn(b, e);
+    try {
+      if (b < e) fn(b, e);
+    } catch (...) {
+      if (!failed.exchange(true)) first = std::current_exception();
+    }
   }
+  if (first) std::rethrow_exception(first);
 }
 
 }  // namespace attn

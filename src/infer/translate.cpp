@@ -134,7 +134,7 @@ bool is_translation_checkpoint(const std::string& checkpoint) {
   return checkpoint_kind(io::read_checkpoint_metadata(checkpoint)) == kTranslationCheckpoint;
 }
 
-Translator load_translator(const std::string& checkpoint) {
+Translator load_translator(const std::string& checkpoint, io::CheckpointWeights weights) {
   nlohmann::json meta = io::read_checkpoint_metadata(checkpoint);
   ConfigReader r(meta, "checkpoint '" + checkpoint + "'");
   if (checkpoint_kind(meta) != kTranslationCheckpoint) {
@@ -156,7 +156,11 @@ Translator load_translator(const std::string& checkpoint) {
   } catch (const Error& e) {
     fail("checkpoint '", checkpoint, "': ", e.what());
   }
-  model->load_state_dict(io::open_checkpoint(checkpoint), {.strict = true, .skip_prefix = io::kCheckpointOptimizerPrefix});
+  const io::SafetensorsReader file = io::open_checkpoint(checkpoint);
+  ATTN_CHECK(weights == io::CheckpointWeights::model || io::checkpoint_has_ema(file), "'", checkpoint,
+             "' has no EMA weights (its run was trained without --ema-decay)");
+  model->load_state_dict(file, {.strict = true,
+                                .key = [weights](const std::string& k) { return io::checkpoint_weight_key(k, weights); }});
   model->eval();
   return Translator(std::move(model), std::move(tok), std::move(meta));
 }

@@ -9,6 +9,7 @@ namespace attn::io {
 
 namespace {
 const std::string kOptimPrefix = kCheckpointOptimizerPrefix;
+const std::string kEmaPrefix = kCheckpointEmaPrefix;
 
 nlohmann::json metadata_json(const Metadata& md) {
   nlohmann::json out = nlohmann::json::object();
@@ -36,7 +37,7 @@ SafetensorsFile load_file(const std::string& path) {
 }  // namespace
 
 void write_checkpoint(const std::string& path, const TensorList& model, const std::optional<OptimizerState>& optimizer,
-                      const nlohmann::json& extra) {
+                      const nlohmann::json& extra, const TensorList& ema) {
   ATTN_CHECK(extra.is_object() || extra.is_null(), "save_checkpoint: expected `extra` to be a JSON object, got ",
              extra.type_name());
   Metadata md;
@@ -51,12 +52,14 @@ void write_checkpoint(const std::string& path, const TensorList& model, const st
   }
   TensorList tensors = model;
   for (const auto& [name, t] : tensors)
-    ATTN_CHECK(name.rfind(kOptimPrefix, 0) != 0, "save_checkpoint: model key '", name,
-               "' starts with the reserved prefix '", kOptimPrefix, "'");
+    for (const std::string& prefix : {kOptimPrefix, kEmaPrefix})
+      ATTN_CHECK(!name.starts_with(prefix), "save_checkpoint: model key '", name, "' starts with the reserved prefix '",
+                 prefix, "'");
   if (optimizer) {
     md["optimizer"] = optimizer->name;
     for (const auto& [name, t] : optimizer->tensors) tensors.emplace_back(kOptimPrefix + name, t);
   }
+  for (const auto& [name, t] : ema) tensors.emplace_back(kEmaPrefix + name, t);
   save_safetensors(path, tensors, md);
 }
 
@@ -66,13 +69,27 @@ CheckpointFile read_checkpoint(const std::string& path) {
   CheckpointFile out;
   TensorList optim;
   for (auto& [name, t] : f.tensors) {
-    if (name.rfind(kOptimPrefix, 0) == 0) optim.emplace_back(name.substr(kOptimPrefix.size()), t);
+    if (name.starts_with(kOptimPrefix)) optim.emplace_back(name.substr(kOptimPrefix.size()), t);
+    else if (name.starts_with(kEmaPrefix)) out.ema.emplace_back(name.substr(kEmaPrefix.size()), t);
     else out.model.emplace_back(name, t);
   }
   if (auto it = f.metadata.find("optimizer"); it != f.metadata.end())
     out.optimizer = OptimizerState{it->second, std::move(optim)};
   out.metadata = metadata_json(f.metadata);
   return out;
+}
+
+std::optional<std::string> checkpoint_weight_key(const std::string& key, CheckpointWeights which) {
+  if (key.starts_with(kOptimPrefix)) return std::nullopt;
+  const bool ema = key.starts_with(kEmaPrefix);
+  if (ema != (which == CheckpointWeights::ema)) return std::nullopt;
+  return ema ? key.substr(kEmaPrefix.size()) : key;
+}
+
+bool checkpoint_has_ema(const SafetensorsReader& file) {
+  for (const SafetensorsEntry& e : file.entries())
+    if (e.name.starts_with(kEmaPrefix)) return true;
+  return false;
 }
 
 SafetensorsReader open_checkpoint(const std::string& path) {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <random>
 #include <utility>
 #include <nlohmann/json.hpp>
 
@@ -316,41 +318,108 @@ std::string safetensors_prefix(const TensorList& tensors, const Metadata& metada
 
 size_t nbytes(const Tensor& c) { return size_t(c.numel()) * c.element_size(); }
 
-// Writes through `fill(write)` into path + ".tmp", fsyncs and renames over `path`; on any failure the
-// temporary file is removed and `path` is left as it was.
+// A file descriptor closed when it goes out of scope (every failure path included).
+class Fd {
+ public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  ~Fd() { close(); }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  void reset(int fd) {
+    close();
+    fd_ = fd;
+  }
+  // Closes now; the error number of a failing close (0: none).
+  int close() {
+    if (fd_ < 0) return 0;
+    const int rc = ::close(fd_);
+    fd_ = -1;
+    return rc == 0 ? 0 : errno;
+  }
+
+ private:
+  int fd_;
+};
+
+// A temporary file beside `path`, named path + ".tmp." + 6 random characters, created exclusively (as
+// mkstemp does, but with mode 0644 minus the umask, as any other file the library writes). Removed
+// when it goes out of scope unless kept (renamed into place).
+class TempFile {
+ public:
+  explicit TempFile(const std::string& path) {
+    static constexpr char kChars[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    static std::atomic<uint64_t> counter{0};
+    std::random_device rd;
+    const uint64_t salt = (uint64_t(rd()) << 32) ^ rd() ^ uint64_t(::getpid());
+    for (int attempt = 0;; ++attempt) {
+      uint64_t x = salt + counter.fetch_add(1, std::memory_order_relaxed) * 0x9E3779B97F4A7C15ull;
+      std::string name = path + kAtomicTempInfix;
+      for (int i = 0; i < 6; ++i, x /= 62) name += kChars[x % 62];
+      const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd >= 0) {
+        name_ = std::move(name);
+        fd_.reset(fd);
+        return;
+      }
+      const int err = errno;
+      if (err != EEXIST || attempt >= 100)
+        fail("write '", path, "': cannot create '", name, "': ", std::strerror(err));
+    }
+  }
+  ~TempFile() {
+    fd_.close();
+    if (!kept_) ::unlink(name_.c_str());
+  }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  const std::string& name() const { return name_; }
+  Fd& fd() { return fd_; }
+  void keep() { kept_ = true; }
+
+ private:
+  std::string name_;
+  Fd fd_;
+  bool kept_ = false;
+};
+
+// fsync of the directory holding `path`, so that a rename into it survives a power loss.
+void sync_directory(const std::string& path) {
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ATTN_CHECK(fd.get() >= 0, "write '", path, "': cannot open its directory '", dir, "' to sync it: ",
+             std::strerror(errno));
+  // EINVAL: the file system cannot sync a directory (nothing to do there).
+  if (::fsync(fd.get()) != 0 && errno != EINVAL)
+    fail("write '", path, "': the file is in place, but syncing its directory '", dir, "' failed: ",
+         std::strerror(errno));
+}
+
+// Writes through `fill(write)` into a new temporary beside `path` (a unique name: two writers to one
+// path never share one), fsyncs it, renames it over `path` and fsyncs the directory. On any failure
+// the temporary is removed, its descriptor closed, and `path` left as it was.
 void write_atomic(const std::string& path, const std::function<void(const std::function<void(const void*, size_t)>&)>& fill) {
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  ATTN_CHECK(fd >= 0, "write '", path, "': cannot create '", tmp, "': ", std::strerror(errno));
+  TempFile tmp(path);
   size_t done = 0;
   auto write = [&](const void* data, size_t n) {
     const char* p = static_cast<const char*>(data);
     size_t put = 0;
     while (put < n) {
-      ssize_t w = ::write(fd, p + put, n - put);
+      ssize_t w = ::write(tmp.fd().get(), p + put, n - put);
       if (w < 0 && errno == EINTR) continue;
       if (w <= 0) fail("write '", path, "': write failed after ", done + put, " bytes: ", std::strerror(errno));
       put += size_t(w);
     }
     done += n;
   };
-  try {
-    fill(write);
-  } catch (...) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    fail("write '", path, "': flush failed: ", std::strerror(err));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    fail("write '", path, "': rename failed: ", std::strerror(err));
-  }
+  fill(write);
+  if (::fsync(tmp.fd().get()) != 0) fail("write '", path, "': flush failed: ", std::strerror(errno));
+  if (const int err = tmp.fd().close()) fail("write '", path, "': flush failed: ", std::strerror(err));
+  if (std::rename(tmp.name().c_str(), path.c_str()) != 0)
+    fail("write '", path, "': rename failed: ", std::strerror(errno));
+  tmp.keep();
+  sync_directory(path);
 }
 }  // namespace
 
@@ -365,6 +434,25 @@ std::string serialize_safetensors(const TensorList& tensors, const Metadata& met
 }
 
 
+
+std::vector<std::string> unfinished_writes(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  const std::string prefix = p.filename().string() + kAtomicTempInfix;
+  std::vector<std::string> out;
+  std::error_code ec;
+  const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() == prefix.size() + 6 && name.starts_with(prefix)) out.push_back((p.parent_path() / name).string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void remove_unfinished_writes(const std::string& path) {
+  for (const std::string& t : unfinished_writes(path)) ::unlink(t.c_str());
+}
 
 void write_file_atomic(const std::string& path, const std::string& bytes) {
   write_atomic(path, [&](const auto& write) { write(bytes.data(), bytes.size()); });

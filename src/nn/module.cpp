@@ -213,15 +213,16 @@ std::string Module::shape_mismatch(const ShapeList& sd, bool strict, size_t max_
 }
 
 void Module::load_state_dict(StateSource from, const LoadOptions& o) {
-  auto skipped = [&](const std::string& name) { return !o.skip_prefix.empty() && name.starts_with(o.skip_prefix); };
+  // The module key of a source key (nullopt: left out).
+  auto key = [&](const std::string& name) { return o.key ? o.key(name) : std::optional<std::string>(name); };
   // Every key and shape first (a file's from its header): nothing is copied or read before they match.
   ShapeList shapes;
   if (from.file_) {
     for (const io::SafetensorsEntry& e : from.file_->entries())
-      if (!skipped(e.name)) shapes.emplace_back(e.name, e.shape);
+      if (auto k = key(e.name)) shapes.emplace_back(std::move(*k), e.shape);
   } else {
     for (const auto& [name, t] : from.list_ ? *from.list_ : *from.given_)
-      if (!skipped(name)) shapes.emplace_back(name, t.defined() ? std::optional<Shape>(t.shape()) : std::nullopt);
+      if (auto k = key(name)) shapes.emplace_back(std::move(*k), t.defined() ? std::optional<Shape>(t.shape()) : std::nullopt);
   }
   const std::string why = shape_mismatch(shapes, o.strict);
   if (!why.empty() && from.file_) fail("load_state_dict: '", from.file_->path(), "': ", why);
@@ -231,7 +232,7 @@ void Module::load_state_dict(StateSource from, const LoadOptions& o) {
     // In the module's order, each from the first entry of its key.
     std::map<std::string, const Tensor*> given;
     for (const auto& [name, t] : *from.list_)
-      if (!skipped(name)) given.emplace(name, &t);
+      if (auto k = key(name)) given.emplace(std::move(*k), &t);
     for (auto& [name, t] : state_dict()) {
       auto it = given.find(name);
       if (it != given.end()) t.copy_(*it->second);   // converts the dtype (a bf16 checkpoint into an f32 model)
@@ -243,8 +244,9 @@ void Module::load_state_dict(StateSource from, const LoadOptions& o) {
   for (auto& [name, t] : state_dict()) mine.emplace(name, std::move(t));
   std::set<std::string> done;
   auto target = [&](const std::string& name) -> Tensor* {
-    auto it = skipped(name) ? mine.end() : mine.find(name);
-    return it != mine.end() && done.insert(name).second ? &it->second : nullptr;   // null: not loaded (non-strict)
+    const std::optional<std::string> k = key(name);
+    auto it = k ? mine.find(*k) : mine.end();
+    return it != mine.end() && done.insert(*k).second ? &it->second : nullptr;   // null: not loaded (non-strict)
   };
   if (from.given_) {
     for (auto& [name, t] : *from.given_) {

@@ -191,7 +191,6 @@ class Run {
   int64_t epochs_ = 0, per_epoch_ = 0, total_ = 0, stop_ = 0, eval_every_ = 0;
   Optimization optim_;
   std::unique_ptr<ModelEma> ema_;
-  std::string ema_path_;
   nlohmann::json meta_, train_state_, history_ = nlohmann::json::array(), settings_json_;
   ResumeState resume_;
   int64_t step_ = 0, items_ = 0, prior_items_ = 0;
@@ -220,7 +219,8 @@ void Run::setup() {
   res_.log = out_ + "/log.jsonl";
   res_.plot = out_ + "/curve.svg";
   res_.metrics_path = out_ + "/metrics.json";
-  ema_path_ = out_ + "/checkpoint_ema.safetensors";
+  // What writes a killed run left half done (its temporaries): a run owns its directory.
+  for (const std::string& f : {res_.checkpoint, res_.log, res_.plot, res_.metrics_path}) io::remove_unfinished_writes(f);
 
   if (cfg_.resume) {
     ATTN_CHECK(std::filesystem::exists(res_.checkpoint), "train --resume: there is no checkpoint to resume at '",
@@ -253,8 +253,15 @@ void Run::setup() {
   if (cfg_.resume) check_resume_settings(settings, train_state_, res_.checkpoint, cfg_.quiet);
 
   optim_ = make_optimization(cfg_, defaults_, *task_, per_epoch_, total_);
+  if (cfg_.ema_decay > 0) ema_ = std::make_unique<ModelEma>(ModelEma::of(*task_->model(), cfg_.ema_decay));
   if (cfg_.resume) {
-    load_checkpoint(res_.checkpoint, *task_->model(), optim_.opt.get());
+    // The EMA comes from the same file as the weights it follows (one write commits both).
+    const bool saved_ema = ema_ && io::checkpoint_has_ema(io::open_checkpoint(res_.checkpoint));
+    load_checkpoint(res_.checkpoint, *task_->model(), optim_.opt.get(), saved_ema ? &ema_->module() : nullptr);
+    if (ema_ && !saved_ema) {
+      ema_->set(*task_->model());
+      if (!cfg_.quiet) std::fprintf(stderr, "the checkpoint has no EMA weights: the EMA starts from its weights\n");
+    }
     step_ = resume_.step;
     default_generator().set_state(resume_.rng_seed, resume_.rng_offset);
     history_ = resume_.history;
@@ -262,10 +269,6 @@ void Run::setup() {
     prior_items_ = resume_.items;
     if (resume_.window && step_ % eval_every_ != 0) window_ = *resume_.window;
     if (!cfg_.quiet) std::fprintf(stderr, "resuming %s from step %lld\n", res_.checkpoint.c_str(), (long long)step_);
-  }
-  if (cfg_.ema_decay > 0) {
-    ema_ = std::make_unique<ModelEma>(ModelEma::of(*task_->model(), cfg_.ema_decay));
-    if (cfg_.resume && step_ > 0) load_checkpoint(ema_path_, ema_->module(), nullptr);
   }
   task_->seek(step_ * cfg_.grad_accum, train_state_);
   write_log_from_history();
@@ -294,14 +297,10 @@ void Run::save(int64_t at_step) {
                        {"settings", settings_json_}};
   ts.update(task_->position());
   ts.update(task_->train_state_extra());
-  const nlohmann::json config = task_->model()->config();
-  // The EMA first: a checkpoint never points at an EMA file older than itself.
-  if (ema_)
-    save_checkpoint(ema_path_, ema_->module(), nullptr,
-                        {{"config", config}, {"ema_decay", cfg_.ema_decay}, {"step", at_step}});
-  nlohmann::json meta = {{"config", config}, {"train_state", ts}};
+  // One file, one rename: the weights, the optimizer, the EMA and the state above are of one step.
+  nlohmann::json meta = {{"config", task_->model()->config()}, {"train_state", ts}};
   meta.update(task_->checkpoint_extra());
-  save_checkpoint(res_.checkpoint, *task_->model(), optim_.opt.get(), meta);
+  save_checkpoint(res_.checkpoint, *task_->model(), optim_.opt.get(), meta, ema_ ? &ema_->module() : nullptr);
 }
 
 void Run::open_bar() {

@@ -1,10 +1,12 @@
-// Exact resume across real kills: `attn train` (a tiny ViT with drop-path and augmentation, a
-// checkpoint after every step) run as a separate process and SIGKILLed at random moments (during
-// start-up, at random training steps, and inside checkpoint writes), then restarted with
-// --resume until a run completes, ends with the uninterrupted run's checkpoint bit for bit: every
-// tensor (weights and AdamW state), the train state (step, generator position, epoch sums, history)
-// and log.jsonl / metrics.json, all but their wall-clock fields. After every kill the checkpoint under
-// its final name (if there is one yet) is whole and loadable.
+// Exact resume across real kills: `attn train` (a checkpoint after every step) run as a separate
+// process and SIGKILLed at random moments (during start-up, at random training steps, and inside
+// checkpoint writes), then restarted with --resume until a run completes, ends with the
+// uninterrupted run's checkpoint bit for bit: every tensor (weights, AdamW state, EMA weights), the
+// train state (step, generator position, epoch sums, history) and log.jsonl / metrics.json, all but
+// their wall-clock fields. After every kill the checkpoint under its final name (if there is one
+// yet) is whole and loadable. Four runs: a tiny ViT with drop-path and augmentation; the same with
+// an EMA of the weights; a distilled DeiT with a teacher checkpoint (and an EMA); a translation
+// Transformer on a synthetic task (with an EMA).
 //
 // Reproduce a failure: the test prints its seed and each kill's delay and the step it landed at;
 // ATTN_KILL_SEED=<seed> replays the same plan (start-up delays and target steps).
@@ -30,8 +32,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/attn.h"
 #include "attn/io/checkpoint.h"
 #include "attn/io/safetensors.h"
+#include "attn_cli.h"
 #include "train_checks.h"
 
 #ifndef ATTN_CLI_PATH
@@ -48,16 +52,33 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-constexpr int64_t kTotalSteps = 128;   // 2 epochs x 4,096 / 64
 constexpr double kChildTimeout = 120; // seconds: a hung child fails the test instead of hanging CI
 
-std::vector<std::string> train_args(const std::string& out, bool resume) {
-  std::vector<std::string> a = {
-      ATTN_CLI_PATH, "train", "--model", "vit",
-      "--model-config", R"({"dim":32,"depth":2,"heads":2,"patch_size":7,"drop_path":0.1,"drop":0.05})",
-      "--epochs", "2", "--batch", "64", "--limit-train", "4096", "--limit-eval", "200", "--augment",
-      "--seed", "7", "--ckpt-every", "1", "--threads", "1", "--out", out};
+// A run to kill: its `attn train` flags (besides --out, --resume, --ckpt-every, --threads), how many
+// kills it needs, and where the training kills stop.
+struct Scenario {
+  std::string name;
+  std::vector<std::string> flags;
+  int progress_kills = 4;   // kills after the child wrote a checkpoint of its own
+  int torn_kills = 2;       // kills inside a checkpoint write
+  int64_t last_kill_margin = 12;   // no training kill once fewer steps than this are left
+};
+
+std::vector<std::string> train_args(const Scenario& sc, const std::string& out, bool resume) {
+  std::vector<std::string> a = {ATTN_CLI_PATH, "train"};
+  a.insert(a.end(), sc.flags.begin(), sc.flags.end());
+  for (const char* f : {"--ckpt-every", "1", "--threads", "1", "--out"}) a.push_back(f);
+  a.push_back(out);
   if (resume) a.push_back("--resume");
+  return a;
+}
+
+const std::vector<std::string> kTinyVit = {
+    "--model", "vit", "--model-config", R"({"dim":32,"depth":2,"heads":2,"patch_size":7,"drop_path":0.1,"drop":0.05})",
+    "--batch", "64", "--limit-eval", "200", "--augment", "--seed", "7"};
+
+std::vector<std::string> operator+(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
   return a;
 }
 
@@ -72,7 +93,7 @@ struct RunResult {
 // When to SIGKILL a child: `delay` seconds (< 0: never) after it started (start-up kills) or, given
 // `checkpoint` and `at_step`, once that checkpoint holds step >= at_step (training kills: by progress,
 // not by wall time, so a fast or slow machine kills at the same steps); then, given `at_write_of`, at
-// the first moment that path exists (a write in progress; 1 s later regardless).
+// the first moment a write of that path is in progress (its temporary exists; 1 s later regardless).
 struct KillPlan {
   double delay = -1;
   std::string checkpoint;
@@ -135,7 +156,7 @@ RunResult run(const std::vector<std::string>& args, const std::string& log, cons
     }
     const bool due = plan.delay >= 0 && anchor >= 0 && t >= anchor + plan.delay;
     const bool kill_now = due && (plan.at_write_of.empty() || t >= anchor + plan.delay + 1.0 ||
-                                  fs::exists(plan.at_write_of));
+                                  !io::unfinished_writes(plan.at_write_of).empty());
     if (kill_now || t >= kChildTimeout) {
       ::kill(pid, SIGKILL);
       ::waitpid(pid, &st, 0);
@@ -166,15 +187,23 @@ std::string describe(const RunResult& r, const std::string& log) {
 
 bool exited_ok(const RunResult& r) { return !r.killed && !r.timed_out && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0; }
 
+// An object without its wall-clock fields ("seconds", "*_seconds", "*_per_second"), and with the
+// file names of its paths only (two runs write to two directories).
+nlohmann::json sans_time(nlohmann::json j) {
+  for (auto it = j.begin(); it != j.end();) {
+    const std::string& k = it.key();
+    const bool time = k == "seconds" || k.ends_with("_seconds") || k.ends_with("_per_second");
+    it = time ? j.erase(it) : std::next(it);
+  }
+  if (j.contains("samples")) j["samples"] = fs::path(j["samples"].get<std::string>()).filename().string();
+  return j;
+}
+
 // The checkpoint's train state without its wall-clock fields (the total seconds, and each history
 // record's throughput and seconds).
 nlohmann::json train_state_sans_time(const std::string& ckpt) {
-  nlohmann::json ts = io::read_checkpoint_metadata(ckpt).at("train_state");
-  ts.erase("seconds");
-  for (auto& h : ts.at("history")) {
-    h.erase("images_per_second");
-    h.erase("seconds");
-  }
+  nlohmann::json ts = sans_time(io::read_checkpoint_metadata(ckpt).at("train_state"));
+  for (auto& h : ts.at("history")) h = sans_time(h);
   return ts;
 }
 
@@ -183,36 +212,41 @@ std::vector<nlohmann::json> log_records(const std::string& path) {
   std::vector<nlohmann::json> out;
   std::istringstream in(read_text(path));
   for (std::string line; std::getline(in, line);) {
-    if (line.empty()) continue;
-    nlohmann::json j = nlohmann::json::parse(line);
-    j.erase("images_per_second");
-    j.erase("seconds");
-    out.push_back(j);
+    if (!line.empty()) out.push_back(sans_time(nlohmann::json::parse(line)));
   }
   return out;
 }
 
-nlohmann::json metrics_sans_time(const std::string& path) {
-  nlohmann::json m = nlohmann::json::parse(read_text(path));
-  m.erase("images_per_second");
-  m.erase("seconds");
-  return m;
+nlohmann::json metrics_sans_time(const std::string& path) { return sans_time(nlohmann::json::parse(read_text(path))); }
+
+// The temporaries of out's files that a write begun since `since` left (name and size).
+std::string torn_writes(const std::string& out, fs::file_time_type since) {
+  std::string torn;
+  for (const char* f : {"checkpoint.safetensors", "log.jsonl", "metrics.json", "curve.svg"}) {
+    for (const std::string& t : io::unfinished_writes(out + "/" + f)) {
+      std::error_code ec;
+      if (written_since(t, since)) torn += " " + fs::path(t).filename().string() + " (" + std::to_string(fs::file_size(t, ec)) + " B)";
+    }
+  }
+  return torn;
 }
 
-}  // namespace
-
-TEST(KillResume, SigkilledAtRandomMomentsAndResumedEndsBitForBit) {
-  const std::string dir = test::fresh_tmp_dir("attn_kill_resume_test", "run");
+// Runs `sc` uninterrupted (a) and killed again and again until it completes (b); checks b against a.
+// Returns the number of kills (-1 when it did not get that far).
+int kill_and_resume(const Scenario& sc, const std::string& dir) {
   const std::string a_out = dir + "/a", b_out = dir + "/b", logs = dir + "/logs";
   fs::create_directories(logs);
   const std::string a_ckpt = a_out + "/checkpoint.safetensors", b_ckpt = b_out + "/checkpoint.safetensors";
 
   // The uninterrupted run; its start-up time sizes the start-up kills' delays.
-  const RunResult a = run(train_args(a_out, false), logs + "/a.txt", {}, a_ckpt);
-  ASSERT_TRUE(exited_ok(a)) << "uninterrupted run: " << describe(a, logs + "/a.txt");
-  ASSERT_GT(a.first_checkpoint, 0) << "no checkpoint seen during the uninterrupted run";
+  const RunResult a = run(train_args(sc, a_out, false), logs + "/a.txt", {}, a_ckpt);
+  EXPECT_TRUE(exited_ok(a)) << sc.name << ", uninterrupted run: " << describe(a, logs + "/a.txt");
+  EXPECT_GT(a.first_checkpoint, 0) << sc.name << ": no checkpoint seen during the uninterrupted run";
+  if (!exited_ok(a) || a.first_checkpoint <= 0) return -1;
   const double startup = a.first_checkpoint;
-  std::printf("  uninterrupted: %.2f s (first checkpoint after %.2f s)\n", a.seconds, startup);
+  const int64_t total_steps = io::read_checkpoint_metadata(a_ckpt).at("train_state").at("step").get<int64_t>();
+  std::printf("  %s, uninterrupted: %lld steps in %.2f s (first checkpoint after %.2f s)\n", sc.name.c_str(),
+              (long long)total_steps, a.seconds, startup);
 
   uint64_t seed = std::random_device{}();
   if (const char* s = std::getenv("ATTN_KILL_SEED")) seed = std::strtoull(s, nullptr, 10);
@@ -225,39 +259,41 @@ TEST(KillResume, SigkilledAtRandomMomentsAndResumedEndsBitForBit) {
   // Each kill comes at a random moment: a quarter of them during start-up (loading the data and the
   // checkpoint, a random delay), the others in training: once the child's checkpoint reaches a random
   // step within the next third of the steps left; every other one of those then waits for the next
-  // checkpoint write to begin (its .tmp to appear) and kills it there. Kills go on until
-  // kProgressKills landed after the child wrote a checkpoint of its own and kTornKills interrupted a
-  // checkpoint write (at most kMaxKills); then the run completes.
-  constexpr int kProgressKills = 4, kTornKills = 2, kMaxKills = 40;
-  const std::string b_tmp = b_ckpt + ".tmp";
+  // checkpoint write to begin (its temporary to appear) and kills it there. Kills go on until
+  // sc.progress_kills landed after the child wrote a checkpoint of its own and sc.torn_kills
+  // interrupted a checkpoint write (at most kMaxKills); then the run completes.
+  constexpr int kMaxKills = 40;
   int kills = 0, progress_kills = 0, torn_kills = 0, training_kills = 0;
   int64_t final_from = -1;
   for (int attempt = 0;; ++attempt) {
-    ASSERT_LE(attempt, kMaxKills) << "the run never completed";
+    EXPECT_LE(attempt, kMaxKills) << sc.name << ": the run never completed";
+    if (attempt > kMaxKills) return -1;
     const bool resume = fs::exists(b_ckpt);
     const int64_t from = resume ? io::read_checkpoint_metadata(b_ckpt).at("train_state").at("step").get<int64_t>() : 0;
-    // Training kills stop while fewer than 12 steps are left (each targets a step within the next third
-    // of what is left, so after the kills needed at least ~30 of 128 remain).
-    const bool kill = kills < kMaxKills && (progress_kills < kProgressKills || torn_kills < kTornKills) &&
-                      from < kTotalSteps - 12;
+    // Training kills stop while fewer than sc.last_kill_margin steps are left (each targets a step
+    // within the next third of what is left).
+    const bool kill = kills < kMaxKills && (progress_kills < sc.progress_kills || torn_kills < sc.torn_kills) &&
+                      from < total_steps - sc.last_kill_margin;
     std::uniform_real_distribution<double> u(0, 1);
     const bool in_startup = u(rng) < 0.25;
     KillPlan plan;
     if (kill && in_startup) {
       plan.delay = u(rng) * startup;
     } else if (kill) {
-      const int64_t span = std::max<int64_t>(1, (kTotalSteps - from) / 3);
+      const int64_t span = std::max<int64_t>(1, (total_steps - from) / 3);
       plan.checkpoint = b_ckpt;
       plan.at_step = from + 1 + int64_t(u(rng) * double(span));
       plan.delay = 0;
-      if (training_kills++ % 2 == 1) plan.at_write_of = b_tmp;
+      if (training_kills++ % 2 == 1) plan.at_write_of = b_ckpt;
     }
     const std::string log = logs + "/b" + std::to_string(attempt) + ".txt";
     const auto spawned = fs::file_time_type::clock::now();
-    const RunResult r = run(train_args(b_out, resume), log, plan);
+    const RunResult r = run(train_args(sc, b_out, resume), log, plan);
     const char* how = resume ? "resumed at" : "fresh from";
     if (!r.killed) {
-      ASSERT_TRUE(exited_ok(r)) << "attempt " << attempt << (resume ? " (--resume)" : "") << ": " << describe(r, log);
+      EXPECT_TRUE(exited_ok(r)) << sc.name << ", attempt " << attempt << (resume ? " (--resume)" : "") << ": "
+                                << describe(r, log);
+      if (!exited_ok(r)) return -1;
       final_from = from;
       std::printf("  attempt %d: %s step %lld, ran to the end (%.2f s)\n", attempt, how, (long long)from, r.seconds);
       if (resume) {
@@ -276,16 +312,14 @@ TEST(KillResume, SigkilledAtRandomMomentsAndResumedEndsBitForBit) {
         io::load_safetensors(b_ckpt);
         at = io::read_checkpoint_metadata(b_ckpt).at("train_state").at("step").get<int64_t>();
       } catch (const std::exception& e) {
-        FAIL() << "after kill " << kills << " (attempt " << attempt << ", " << r.seconds << " s): " << b_ckpt
-               << " does not load: " << e.what();
+        ADD_FAILURE() << sc.name << ", after kill " << kills << " (attempt " << attempt << ", " << r.seconds
+                      << " s): " << b_ckpt << " does not load: " << e.what();
+        return -1;
       }
       EXPECT_GE(at, from) << "the checkpoint went back (attempt " << attempt << ")";
     }
-    // Writes this child left unfinished (a .tmp it created).
-    std::string torn;
-    for (const char* f : {"checkpoint.safetensors.tmp", "log.jsonl.tmp", "metrics.json.tmp"}) {
-      if (written_since(b_out + "/" + f, spawned)) torn += std::string(" ") + f + " (" + std::to_string(fs::file_size(b_out + "/" + f)) + " B)";
-    }
+    // Writes this child left unfinished (a temporary it created).
+    const std::string torn = torn_writes(b_out, spawned);
     const bool progress = at > from || (!resume && at >= 0);
     progress_kills += progress;
     torn_kills += torn.find("checkpoint") != std::string::npos;
@@ -296,22 +330,119 @@ TEST(KillResume, SigkilledAtRandomMomentsAndResumedEndsBitForBit) {
                 (long long)from, r.seconds, when.c_str(), (long long)at,
                 torn.empty() ? "" : ", mid-write:", torn.c_str());
   }
-  std::printf("  %d kills: %d after the child had checkpointed, %d during a checkpoint write\n", kills, progress_kills,
-              torn_kills);
-  EXPECT_GE(progress_kills, 3) << "too few kills landed in training";
-  EXPECT_GE(torn_kills, 1) << "no kill landed during a checkpoint write";
-  EXPECT_GT(final_from, 0) << "the completing run did not resume";
+  std::printf("  %s: %d kills: %d after the child had checkpointed, %d during a checkpoint write\n", sc.name.c_str(),
+              kills, progress_kills, torn_kills);
+  EXPECT_GE(progress_kills, sc.progress_kills - 1) << sc.name << ": too few kills landed in training";
+  EXPECT_GE(torn_kills, 1) << sc.name << ": no kill landed during a checkpoint write";
+  EXPECT_GT(final_from, 0) << sc.name << ": the completing run did not resume";
 
   // The killed-and-resumed run ends where the uninterrupted one did.
-  EXPECT_TRUE(test::same_checkpoint(b_ckpt, a_ckpt));
-  EXPECT_EQ(train_state_sans_time(b_ckpt), train_state_sans_time(a_ckpt));
-  EXPECT_EQ(train_state_sans_time(b_ckpt).at("step"), kTotalSteps);
+  EXPECT_TRUE(test::same_checkpoint(b_ckpt, a_ckpt)) << sc.name;
+  EXPECT_EQ(train_state_sans_time(b_ckpt), train_state_sans_time(a_ckpt)) << sc.name;
+  EXPECT_EQ(train_state_sans_time(b_ckpt).at("step"), total_steps) << sc.name;
   const auto la = log_records(a_out + "/log.jsonl"), lb = log_records(b_out + "/log.jsonl");
-  EXPECT_EQ(la.size(), 2u);
-  EXPECT_EQ(lb, la);
-  const nlohmann::json ma = metrics_sans_time(a_out + "/metrics.json"), mb = metrics_sans_time(b_out + "/metrics.json");
-  EXPECT_EQ(mb.at("test_accuracy"), ma.at("test_accuracy"));
-  EXPECT_EQ(mb, ma);
-  if (!HasFailure()) fs::remove_all(dir);
-  else std::printf("  kept %s (child outputs in logs/)\n", dir.c_str());
+  EXPECT_GE(la.size(), 1u) << sc.name;
+  EXPECT_EQ(lb, la) << sc.name;
+  EXPECT_EQ(metrics_sans_time(b_out + "/metrics.json"), metrics_sans_time(a_out + "/metrics.json")) << sc.name;
+  EXPECT_EQ(torn_writes(b_out, fs::file_time_type::min()), "") << sc.name << ": temporaries left behind";
+  return kills;
+}
+
+// The run's directory, removed unless a check failed.
+struct RunDir {
+  std::string path;
+  explicit RunDir(const std::string& name) : path(test::fresh_tmp_dir("attn_kill_resume_test", name)) {}
+  ~RunDir() {
+    if (!::testing::Test::HasFailure()) fs::remove_all(path);
+    else std::printf("  kept %s (child outputs in logs/)\n", path.c_str());
+  }
+};
+
+}  // namespace
+
+TEST(KillResume, SigkilledAtRandomMomentsAndResumedEndsBitForBit) {
+  const RunDir dir("run");
+  // 2 epochs x 4,096 / 64 = 128 steps; after the kills needed at least ~30 remain.
+  const Scenario sc{"vit", kTinyVit + std::vector<std::string>{"--epochs", "2", "--limit-train", "4096"}};
+  const int kills = kill_and_resume(sc, dir.path);
+  EXPECT_GE(kills, sc.progress_kills - 1);
+  const nlohmann::json m = metrics_sans_time(dir.path + "/b/metrics.json");
+  EXPECT_TRUE(m.contains("test_accuracy"));
+}
+
+// The EMA of the weights is in the checkpoint itself: a kill between writing it and the rest cannot
+// happen (it used to be a second file, written first, which a kill could leave a step ahead).
+TEST(KillResume, WithAnEmaOfTheWeightsEndsBitForBit) {
+  const RunDir dir("ema");
+  const Scenario sc{"vit + EMA",
+                    kTinyVit + std::vector<std::string>{"--epochs", "1", "--limit-train", "3072", "--ema-decay", "0.9"},
+                    4, 2, 8};
+  const int kills = kill_and_resume(sc, dir.path);
+  EXPECT_GE(kills, sc.progress_kills - 1);
+  const std::string ckpt = dir.path + "/b/checkpoint.safetensors";
+  ASSERT_TRUE(fs::exists(ckpt));
+  EXPECT_TRUE(io::checkpoint_has_ema(io::open_checkpoint(ckpt)));
+  EXPECT_FALSE(fs::exists(dir.path + "/b/checkpoint_ema.safetensors"));
+  // `attn eval --ema` evaluates the EMA weights as the run's final evaluation did.
+  const nlohmann::json m = nlohmann::json::parse(read_text(dir.path + "/b/metrics.json"));
+  for (const bool ema : {false, true}) {
+    std::vector<std::string> args = {"eval", ckpt, "--limit", "200", "--threads", "1", "--json"};
+    if (ema) args.push_back("--ema");
+    const test::CliRun r = test::run_attn(dir.path, args);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out).at("accuracy"), m.at(ema ? "test_accuracy_ema" : "test_accuracy"))
+        << (ema ? "--ema" : "the model's weights");
+  }
+}
+
+// DeiT distillation: a distilled student with a teacher checkpoint (itself holding optimizer state
+// and EMA weights, which its loader skips), and an EMA.
+TEST(KillResume, DistilledFromATeacherEndsBitForBit) {
+  const RunDir dir("distill");
+  const std::string teacher = dir.path + "/teacher.safetensors";
+  {
+    manual_seed(3);
+    auto t = models::create_model("mlp", nlohmann::json::object());
+    auto t_ema = models::create_model("mlp", nlohmann::json::object());
+    optim::AdamW opt(t->parameters());
+    train::save_checkpoint(teacher, *t, &opt, {{"config", t->config()}}, t_ema.get());
+  }
+  const Scenario sc{"distilled DeiT",
+                    {"--model", "deit_fmnist_distilled", "--model-config",
+                     R"({"dim":32,"depth":2,"heads":2,"patch_size":7,"drop_path":0.1})", "--batch", "64",
+                     "--limit-train", "3072", "--limit-eval", "200", "--epochs", "1", "--augment", "--seed", "9",
+                     "--teacher", teacher, "--distill", "soft", "--alpha", "0.5", "--tau", "2", "--ema-decay", "0.9"},
+                    4, 2, 8};
+  const int kills = kill_and_resume(sc, dir.path);
+  EXPECT_GE(kills, sc.progress_kills - 1);
+  const nlohmann::json m = metrics_sans_time(dir.path + "/b/metrics.json");
+  EXPECT_EQ(m.at("distill").at("teacher"), teacher);
+  EXPECT_TRUE(m.contains("test_accuracy_ema"));
+}
+
+// A translation Transformer (dropout, an EMA) on a synthetic copy task, batches by tokens.
+TEST(KillResume, TranslationTransformerEndsBitForBit) {
+  const RunDir dir("translation");
+  const Scenario sc{"transformer",
+                    {"--model", "transformer", "--model-config",
+                     R"({"d_model":32,"nhead":2,"encoder_layers":1,"decoder_layers":1,"d_ff":64,"dropout":0.1,"max_length":64})",
+                     "--data", "synthetic:copy", "--synthetic-size", "3000", "--max-tokens", "512", "--epochs", "1",
+                     "--warmup-steps", "50", "--eval-sentences", "10", "--beam", "1", "--limit-test", "10", "--seed",
+                     "5", "--ema-decay", "0.9"},
+                    4, 2, 8};
+  const int kills = kill_and_resume(sc, dir.path);
+  EXPECT_GE(kills, sc.progress_kills - 1);
+  // The checkpoint translates with either weights (the translator's loader skips the other's keys).
+  const std::string ckpt = dir.path + "/b/checkpoint.safetensors";
+  ASSERT_TRUE(fs::exists(ckpt));
+  const io::CheckpointFile f = io::read_checkpoint(ckpt);
+  for (const auto which : {io::CheckpointWeights::model, io::CheckpointWeights::ema}) {
+    const infer::Translator t = infer::load_translator(ckpt, which);
+    const io::TensorList sd = t.model().state_dict(), &want = which == io::CheckpointWeights::ema ? f.ema : f.model;
+    ASSERT_EQ(sd.size(), want.size());
+    for (size_t i = 0; i < sd.size(); ++i)
+      EXPECT_EQ(std::memcmp(sd[i].second.contiguous().raw_data(), want[i].second.contiguous().raw_data(),
+                            size_t(sd[i].second.numel()) * sd[i].second.element_size()), 0)
+          << sd[i].first;
+  }
 }

@@ -1,5 +1,6 @@
 // Checkpoints: model + optimizer + metadata round trip (resumed training == uninterrupted training,
-// bit for bit), and the errors for foreign, mismatched and truncated files.
+// bit for bit), the EMA weights in the same file (skipped by every model loader), and the errors
+// for foreign, mismatched and truncated files.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -184,4 +185,71 @@ TEST(Checkpoint, TruncatedFileGivesAClearError) {
   std::remove(path.c_str());
   const std::string missing = load_error();
   EXPECT_EQ(missing.rfind("load_checkpoint: cannot read '" + path + "': safetensors: cannot open", 0), 0u) << missing;
+}
+
+// The EMA weights travel in the checkpoint itself ("ema."): one file, one rename. Every reader of the
+// model's weights skips them (and the optimizer state); asked for, they load instead.
+TEST(Checkpoint, EmaWeightsTravelInTheOneFileAndModelLoadersSkipThem) {
+  manual_seed(11);
+  auto model = models::create_model("mlp", json::object());
+  auto ema = models::create_model("mlp", json::object());   // other weights than model's
+  optim::AdamW opt(model->parameters());
+  const std::string path = tmp_path("ema.safetensors");
+  train::save_checkpoint(path, *model, &opt, {{"config", model->config()}, {"train_state", {{"step", 3}}}}, ema.get());
+  const auto same = [](const nn::Module& a, const nn::Module& b) {
+    const io::TensorList x = a.state_dict(), y = b.state_dict();
+    if (x.size() != y.size()) return false;
+    for (size_t i = 0; i < x.size(); ++i)
+      if (x[i].first != y[i].first || !test::near(x[i].second, y[i].second, 0, 0)) return false;
+    return true;
+  };
+  ASSERT_FALSE(same(*model, *ema));
+
+  io::CheckpointFile f = io::read_checkpoint(path);
+  EXPECT_EQ(f.model.size(), model->state_dict().size());
+  ASSERT_EQ(f.ema.size(), ema->state_dict().size());
+  EXPECT_EQ(f.ema[0].first, ema->state_dict()[0].first);   // "ema." dropped
+  ASSERT_TRUE(f.optimizer.has_value());
+  EXPECT_TRUE(io::checkpoint_has_ema(io::open_checkpoint(path)));
+  EXPECT_EQ(io::checkpoint_weight_key("ema.fc.weight", io::CheckpointWeights::ema), "fc.weight");
+  EXPECT_EQ(io::checkpoint_weight_key("ema.fc.weight", io::CheckpointWeights::model), std::nullopt);
+  EXPECT_EQ(io::checkpoint_weight_key("fc.weight", io::CheckpointWeights::model), "fc.weight");
+  EXPECT_EQ(io::checkpoint_weight_key("optim.state.0.exp_avg", io::CheckpointWeights::model), std::nullopt);
+
+  // The model alone, through every loader: train::load_checkpoint, load_classifier_checkpoint,
+  // load_pretrained.
+  manual_seed(12);
+  auto into = models::create_model("mlp", json::object());
+  EXPECT_EQ(train::load_checkpoint(path, *into, nullptr).at("train_state").at("step"), 3);
+  EXPECT_TRUE(same(*into, *model));
+  EXPECT_TRUE(same(*models::load_classifier_checkpoint(path), *model));
+  models::PretrainedSource src = models::PretrainedSource::checkpoint(path);
+  src.pack_linear_weights = false;   // to compare the weights
+  EXPECT_TRUE(same(*models::load_pretrained(src).model, *model));
+  // The EMA weights, asked for.
+  optim::AdamW opt2(into->parameters());
+  auto ema_into = models::create_model("mlp", json::object());
+  train::load_checkpoint(path, *into, &opt2, ema_into.get());
+  EXPECT_TRUE(same(*ema_into, *ema));
+  EXPECT_TRUE(same(*models::load_classifier_checkpoint(path, DType::f32, io::CheckpointWeights::ema), *ema));
+  src.weights = io::CheckpointWeights::ema;
+  EXPECT_TRUE(same(*models::load_pretrained(src).model, *ema));
+
+  // A checkpoint without an EMA: asking for one is an error, before anything changes.
+  train::save_checkpoint(path, *model, nullptr, {{"config", model->config()}});
+  EXPECT_FALSE(io::checkpoint_has_ema(io::open_checkpoint(path)));
+  EXPECT_EQ(error_of([&] { train::load_checkpoint(path, *into, nullptr, ema_into.get()); }),
+            "load_checkpoint: '" + path + "' has no EMA weights (saved without an EMA)");
+  EXPECT_EQ(error_of([&] { models::load_classifier_checkpoint(path, DType::f32, io::CheckpointWeights::ema); }),
+            "load: checkpoint '" + path + "' has no EMA weights (its run was trained without --ema-decay)");
+  // An EMA of another model: named, nothing loaded.
+  auto wide = models::create_model("mlp", {{"hidden", {32}}});
+  train::save_checkpoint(path, *model, nullptr, {{"config", model->config()}}, wide.get());
+  const std::string mismatch = error_of([&] { train::load_checkpoint(path, *into, nullptr, ema_into.get()); });
+  EXPECT_EQ(mismatch.rfind("load_checkpoint: '" + path + "': the EMA weights do not match: ", 0), 0u) << mismatch;
+  EXPECT_TRUE(same(*ema_into, *ema));
+  // "ema." is reserved for the EMA's keys.
+  EXPECT_EQ(error_of([&] { io::write_checkpoint(path, {{"ema.w", Tensor::zeros({1})}}, std::nullopt); }),
+            "save_checkpoint: model key 'ema.w' starts with the reserved prefix 'ema.'");
+  std::remove(path.c_str());
 }

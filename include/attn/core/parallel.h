@@ -14,7 +14,9 @@ namespace attn {
 void set_num_threads(int n);
 int get_num_threads();
 // Runs fn(begin, end) over [begin, end) in chunks of at least `grain` items, in parallel when the
-// range is large enough and we are not already inside a parallel region.
+// range is large enough and we are not already inside a parallel region. An exception thrown by fn
+// reaches the caller: in parallel, the first one thrown, after every other chunk has run to its end
+// (or thrown too).
 void parallel_for(int64_t begin, int64_t end, int64_t grain,
                   const std::function<void(int64_t, int64_t)>& fn);
 

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn/data/text_pairs.h"
+#include "attn/io/checkpoint.h"
 #include "attn/models/seq2seq.h"
 #include "attn/text/bleu.h"
 #include "attn/text/tokenizer.h"
@@ -55,8 +56,9 @@ class Translator {
 inline constexpr const char* kTranslationCheckpoint = "seq2seq";
 
 // Throws a clear attn::Error for a checkpoint that is not a translation model's (e.g. an image
-// classifier's).
-Translator load_translator(const std::string& checkpoint);
+// classifier's). `weights`: the model's own, or the EMA weights of a run trained with --ema-decay (an
+// error when the checkpoint has none).
+Translator load_translator(const std::string& checkpoint, io::CheckpointWeights weights = io::CheckpointWeights::model);
 bool is_translation_checkpoint(const std::string& checkpoint);
 
 }  // namespace attn::infer

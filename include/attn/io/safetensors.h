@@ -4,7 +4,7 @@
 // the data block, contiguous and non-overlapping.
 //
 //   io::TensorList w = {{"w", Tensor::randn({4, 4})}};
-//   io::save_safetensors("m.safetensors", w, {{"config", cfg.dump()}});   // atomic (tmp + rename)
+//   io::save_safetensors("m.safetensors", w, {{"config", cfg.dump()}});   // atomic (temporary + rename)
 //   io::SafetensorsFile f = io::load_safetensors("m.safetensors");
 //
 //   io::SafetensorsReader r("m.safetensors");   // the header only; then one tensor at a time
@@ -76,9 +76,19 @@ SafetensorsFile load_safetensors(const std::string& path);
 // `what` names the source in error messages (a path, or "<buffer>").
 SafetensorsFile parse_safetensors(const uint8_t* data, size_t size, const std::string& what = "<buffer>");
 std::string serialize_safetensors(const TensorList& tensors, const Metadata& metadata = {});
-// Writes to path + ".tmp", fsyncs, renames over path: a crash leaves the old file or the new one.
+// Writes to a new temporary beside path (path + ".tmp." + 6 random characters, unique: concurrent
+// writers to one path each rename a whole file of their own), fsyncs it, renames it over path and
+// fsyncs the directory: a crash leaves the old file or the new one, a failure (disk full, ...) an
+// attn::Error naming path, the old file untouched and no temporary.
 void save_safetensors(const std::string& path, const TensorList& tensors, const Metadata& metadata = {});
-// Writes bytes atomically (the same tmp + fsync + rename), for other file kinds.
+// Writes bytes atomically (the same temporary + fsync + rename), for other file kinds.
 void write_file_atomic(const std::string& path, const std::string& bytes);
+
+// What a temporary's name adds to the path it is for (then 6 characters).
+inline constexpr const char* kAtomicTempInfix = ".tmp.";
+// The temporaries of `path` that writes interrupted by a kill left behind (full paths, sorted).
+std::vector<std::string> unfinished_writes(const std::string& path);
+// Removes them. Only where nothing else writes `path` now: a write in progress has one too.
+void remove_unfinished_writes(const std::string& path);
 
 }  // namespace attn::io

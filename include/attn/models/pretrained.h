@@ -4,6 +4,8 @@
 // class names.
 //
 //   models::Pretrained p = models::load_pretrained(models::PretrainedSource::checkpoint("run/checkpoint.safetensors"));
+//   models::PretrainedSource e = models::PretrainedSource::checkpoint("run/checkpoint.safetensors");
+//   e.weights = io::CheckpointWeights::ema;   // the EMA weights of a run trained with --ema-decay
 //   models::PretrainedSource s = models::PretrainedSource::foreign("vit_b_16.safetensors", "vit_base_patch16_224");
 //   s.format = "torchvision";  s.linear_dtype = DType::bf16;  s.preprocess.crop_pct = 0.875;
 //   models::Pretrained q = models::load_pretrained(s);
@@ -31,6 +33,7 @@
 
 #include "attn/core/dtype.h"
 #include "attn/data/preprocess.h"
+#include "attn/io/checkpoint.h"
 #include "attn/models/registry.h"
 
 namespace attn::models {
@@ -52,6 +55,8 @@ struct PretrainedSource {
   nlohmann::json model_config = nlohmann::json::object();   // overrides on the registry defaults
   int64_t image_size = 0;                                   // > 0: the model's image size (pos_embed resampled)
   bool pos_embed_antialias = false;                         // resample as timm does (antialiased), not as DeiT
+  // attn checkpoints: the model's weights, or the EMA of them that a run with --ema-decay keeps.
+  io::CheckpointWeights weights = io::CheckpointWeights::model;
   // Any source.
   DType linear_dtype = DType::f32;                          // bf16: Linear weights converted as they stream in
   data::PreprocessOverrides preprocess;                     // over the source's eval transform
@@ -81,9 +86,11 @@ Pretrained load_pretrained(const PretrainedSource& source);
 // The image classifier of an attn checkpoint, rebuilt from its metadata "config" (with its "model"
 // name) and loaded strictly, streamed one tensor at a time into a model whose Linear weights are
 // `linear_dtype` (f32, or bf16: converted tensor by tensor, the f32 copy never held whole); the
-// optimizer state is skipped. Peak memory: the model in its final dtypes plus one tensor. In eval
-// mode, not packed. The messages are train::load_checkpoint's.
-std::shared_ptr<ImageClassifier> load_classifier_checkpoint(const std::string& path, DType linear_dtype = DType::f32);
+// optimizer state and the weights not asked for are skipped. Peak memory: the model in its final dtypes plus one tensor. In eval
+// mode, not packed. The messages are train::load_checkpoint's. `weights`: the model's own, or the EMA
+// weights of a run trained with --ema-decay (an error when the file has none).
+std::shared_ptr<ImageClassifier> load_classifier_checkpoint(const std::string& path, DType linear_dtype = DType::f32,
+                                                            io::CheckpointWeights weights = io::CheckpointWeights::model);
 
 // Whether `path` is an attn checkpoint (its header has the checkpoint format); reads no tensor.
 bool is_attn_checkpoint(const std::string& path);

@@ -51,7 +51,9 @@ class StateSource {
 
 struct LoadOptions {
   bool strict = true;        // every key of the module present, no other key (see load_state_dict)
-  std::string skip_prefix;   // non-empty: keys starting with it are left out (a checkpoint's "optim.")
+  // Set: the module key each source key loads into, nullopt to leave the entry out (an attn checkpoint's
+  // optimizer state; io::checkpoint_weight_key picks its model or EMA weights). Unset: keys as they are.
+  std::function<std::optional<std::string>(const std::string&)> key;
 };
 
 class Module {
@@ -103,7 +105,8 @@ class Module {
   // missing, unexpected and mis-shaped key (with both shapes); not strict skips missing and
   // unexpected keys, mis-shaped keys are still an error. A repeated key: its first entry is loaded.
   //   m.load_state_dict(other.state_dict());
-  //   m.load_state_dict(io::SafetensorsReader("m.safetensors"), {.skip_prefix = "optim."});
+  //   m.load_state_dict(io::SafetensorsReader("m.safetensors"),
+  //                     {.key = [](const std::string& k) { return io::checkpoint_weight_key(k, which); }});
   // Linear weights made bf16 first (nn::make_linear_weights_bf16) are converted tensor by tensor.
   void load_state_dict(StateSource from, const LoadOptions& options = {});
   // The mismatch report load_state_dict would give ("" when `sd` loads), listing at most

@@ -46,9 +46,9 @@ std::vector<std::string> names_from_id2label(const nlohmann::json& j, int64_t nu
   return placeholder ? std::vector<std::string>{} : names;
 }
 
-// The model of an open checkpoint (see load_classifier_checkpoint).
+// The model of an open checkpoint, with the weights asked for (see load_classifier_checkpoint).
 std::shared_ptr<ImageClassifier> load_model(const io::SafetensorsReader& file, const nlohmann::json& meta,
-                                            DType linear_dtype) {
+                                            DType linear_dtype, io::CheckpointWeights which) {
   ATTN_CHECK(linear_dtype == DType::f32 || linear_dtype == DType::bf16, "load: expected the Linear weights' dtype "
              "f32 or bf16, got ", dtype_name(linear_dtype));
   ConfigReader r(meta, "checkpoint '" + file.path() + "'");
@@ -64,13 +64,15 @@ std::shared_ptr<ImageClassifier> load_model(const io::SafetensorsReader& file, c
   }
   // Before the copy, so that it converts f32 -> bf16 one tensor at a time.
   if (linear_dtype == DType::bf16) nn::make_linear_weights_bf16(*model);
-  const std::string optim_prefix = io::kCheckpointOptimizerPrefix;
+  ATTN_CHECK(which == io::CheckpointWeights::model || io::checkpoint_has_ema(file), "load: checkpoint '",
+             file.path(), "' has no EMA weights (its run was trained without --ema-decay)");
+  const auto key = [which](const std::string& k) { return io::checkpoint_weight_key(k, which); };
   nn::Module::ShapeList shapes;
   for (const io::SafetensorsEntry& e : file.entries())
-    if (!e.name.starts_with(optim_prefix)) shapes.emplace_back(e.name, e.shape);
+    if (auto k = key(e.name)) shapes.emplace_back(std::move(*k), e.shape);
   const std::string why = model->shape_mismatch(shapes, /*strict=*/true, /*max_listed=*/5);
   if (!why.empty()) fail("load_checkpoint: '", file.path(), "' is for another model: ", why);
-  model->load_state_dict(file, {.strict = true, .skip_prefix = optim_prefix});   // checked above: cannot fail now
+  model->load_state_dict(file, {.strict = true, .key = key});   // checked above: cannot fail now
   model->eval();
   return model;
 }
@@ -80,7 +82,7 @@ Pretrained from_checkpoint(const PretrainedSource& s) {
   const io::SafetensorsReader file = io::open_checkpoint(s.path);
   p.metadata = io::checkpoint_metadata(file);
   const CheckpointInputs in = checkpoint_inputs(p.metadata, s.path);
-  p.model = load_model(file, p.metadata, s.linear_dtype);
+  p.model = load_model(file, p.metadata, s.linear_dtype, s.weights);
   p.model_name = p.metadata["config"].value("model", std::string("?"));
   if (p.metadata.contains("id2label")) p.labels = names_from_id2label(p.metadata["id2label"], in.num_classes);
   ConfigReader r(p.metadata, "checkpoint '" + s.path + "'");
@@ -167,6 +169,8 @@ PretrainedSource PretrainedSource::foreign(const std::string& path, const std::s
 Pretrained load_pretrained(const PretrainedSource& s) {
   const bool checkpoint = s.kind == WeightsKind::attn_checkpoint ||
                           (s.kind == WeightsKind::detect && is_attn_checkpoint(s.path));
+  ATTN_CHECK(checkpoint || s.weights == io::CheckpointWeights::model, "load_pretrained: '", s.path,
+             "' is not an attn checkpoint: only attn checkpoints hold EMA weights");
   if (s.kind == WeightsKind::attn_checkpoint)
     ATTN_CHECK(s.model.empty() && s.format == "auto" && s.hf_config.empty() &&
                    (s.model_config.is_null() || s.model_config.empty()) && s.image_size == 0 && !s.pos_embed_antialias,
@@ -182,9 +186,10 @@ Pretrained load_pretrained(const PretrainedSource& s) {
   return p;
 }
 
-std::shared_ptr<ImageClassifier> load_classifier_checkpoint(const std::string& path, DType linear_dtype) {
+std::shared_ptr<ImageClassifier> load_classifier_checkpoint(const std::string& path, DType linear_dtype,
+                                                            io::CheckpointWeights weights) {
   const io::SafetensorsReader file = io::open_checkpoint(path);
-  return load_model(file, io::checkpoint_metadata(file), linear_dtype);
+  return load_model(file, io::checkpoint_metadata(file), linear_dtype, weights);
 }
 
 bool is_attn_checkpoint(const std::string& path) {
