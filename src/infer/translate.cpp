@@ -138,11 +138,21 @@ Translator load_translator(const std::string& checkpoint) {
   auto tok = text::Tokenizer::deserialize(io::base64_decode(meta["tokenizer"].get<std::string>(), "checkpoint tokenizer"));
   const nlohmann::json& cfg = meta.at("config");
   std::shared_ptr<models::Seq2SeqModel> model;
+  // The file opened once: its header tells the parameters' shapes before any weight is read.
+  const io::SafetensorsReader file = io::open_checkpoint(checkpoint);
   {
-    nn::init::SkipRandomInit skip;   // the strict load below overwrites every parameter
+    // The strict load below overwrites every parameter: leave them unfilled (pages never touched),
+    // so that a config claiming a model far larger than the file costs address space, not memory,
+    // until the shapes below refuse it.
+    nn::init::SkipRandomInit skip(nn::init::SkipRandomInit::Fill::none);
     model = models::create_seq2seq(cfg.at("model").get<std::string>(), cfg);
   }
-  model->load_state_dict(io::open_checkpoint(checkpoint), {.strict = true, .skip_prefix = io::kCheckpointOptimizerPrefix});
+  nn::Module::ShapeList shapes;
+  for (const io::SafetensorsEntry& e : file.entries())
+    if (!e.name.starts_with(io::kCheckpointOptimizerPrefix)) shapes.emplace_back(e.name, e.shape);
+  const std::string why = model->shape_mismatch(shapes, /*strict=*/true, /*max_listed=*/5);
+  if (!why.empty()) fail("load_translator: '", checkpoint, "' is for another model: ", why);
+  model->load_state_dict(file, {.strict = true, .skip_prefix = io::kCheckpointOptimizerPrefix});
   model->eval();
   return Translator(std::move(model), std::move(tok), std::move(meta));
 }
