@@ -10,6 +10,7 @@ import json
 import math
 import os
 import struct
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -111,6 +112,48 @@ def safetensors_seeds():
         write("safetensors_fuzz", name, data)
 
 
+# ---- files that claim more than they hold (the ceilings of attn/data/limits.h) ----
+
+def png_chunk(kind, data):
+    crc = zlib.crc32(kind + data) & 0xFFFFFFFF
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+
+def png(w, h, color, depth, idat, extra=b""):
+    return (b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, depth, color, 0, 0, 0)) +
+            extra + png_chunk(b"IDAT", idat) + png_chunk(b"IEND", b""))
+
+
+def jpeg_claiming(w, h):
+    """The checked-in 'tiny' JPEG seed with its frame header's size set to w x h."""
+    with open(os.path.join(HERE, "corpus", "jpeg_fuzz", "tiny"), "rb") as f:
+        j = bytearray(f.read())
+    sof = next(i for i in range(2, len(j) - 9) if j[i] == 0xFF and j[i + 1] in (0xC0, 0xC1, 0xC2))
+    j[sof + 5:sof + 9] = struct.pack(">HH", h, w)
+    return bytes(j)
+
+
+def sword(bzs, bzv, bzz):
+    return struct.pack("<HH", len(bzs), len(bzv)) + bzs + bzv + bzz
+
+
+def hostile_seeds():
+    one_row = zlib.compress(b"\x00\x00\x00\x00")   # filter byte + one RGB pixel
+    write("png_fuzz", "claims_60000x60000", png(60000, 60000, 2, 8, one_row))
+    write("png_fuzz", "claims_8192x8192", png(8192, 8192, 6, 8, one_row))
+    ztxt = png_chunk(b"zTXt", b"k\x00\x00" + zlib.compress(b"a" * 65536))
+    write("png_fuzz", "ztxt_chunks", png(1, 1, 0, 8, zlib.compress(b"\x00\x4d"), ztxt * 3))
+    write("jpeg_fuzz", "claims_60000x60000", jpeg_claiming(60000, 60000))
+    write("jpeg_fuzz", "claims_8192x8192", jpeg_claiming(8192, 8192))
+    write("idx_fuzz", "gz_claims_2p40", gz(idx(0x08, [1 << 20, 1 << 20], b"")))
+    write("idx_fuzz", "gz_bomb_claims_2p40", gz(idx(0x08, [1 << 20, 1 << 20], bytes(1 << 16))))
+    block = zlib.compress(b"In the beginning")
+    bzs = struct.pack("<III", 0, len(block), 1 << 31)   # claims 2 GiB from a few bytes
+    bzv = struct.pack("<IIH", 0, 0, 0) + struct.pack("<IIH", 0, 0, 16)
+    write("sword_fuzz", "block_claims_2gib", sword(bzs, bzv, block))
+
+
 if __name__ == "__main__":
     idx_seeds()
     safetensors_seeds()
+    hostile_seeds()

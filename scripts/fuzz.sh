@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds attn's libFuzzer targets with clang-14 (ASan + UBSan) and runs each for a fixed time on a
-# copy of its seed corpus. Exits non-zero on any finding (crash, sanitizer report, leak, uncaught
+# copy of its seed corpus and regression inputs (fuzz/corpus/<target>/, fuzz/repro/<target>/). Exits non-zero on any finding (crash, sanitizer report, leak, uncaught
 # exception, timeout, out-of-memory); the reproducers are kept and their paths printed.
 #
 #   scripts/fuzz.sh                               # every target, 60 s each
@@ -46,11 +46,14 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export OMP_NUM_THREADS=1
 
-# One target: fuzz a copy of its seeds; the exit code goes to $dir/rc.
+# One target: fuzz a copy of its seeds and of its regression inputs (fuzz/repro/<target>/, the
+# reproducers of fixed findings: libFuzzer runs every corpus input first, so a regression is a
+# finding before any mutation); the exit code goes to $dir/rc.
 fuzz_one() {
   local t=$1 dir=$out/$1 rc=0
   mkdir -p "$dir/corpus" "$dir/artifacts"
   if [ -d "$root/fuzz/corpus/$t" ]; then cp -r "$root/fuzz/corpus/$t/." "$dir/corpus/"; fi
+  if [ -d "$root/fuzz/repro/$t" ]; then cp -r "$root/fuzz/repro/$t/." "$dir/corpus/"; fi
   local args=("$dir/corpus" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=30 -print_final_stats=1
               -artifact_prefix="$dir/artifacts/")
   if [ -f "$root/fuzz/$t.dict" ]; then args+=(-dict="$root/fuzz/$t.dict"); fi

@@ -33,6 +33,15 @@ constexpr Variable kVariables[] = {
      "Images per slice of a ViT's no-grad eval forward; 0 runs the batch whole. A negative value, or one that "
      "does not start with a number, reads as 0.",
      "VisionTransformer::set_inference_chunk(n) (attn/models/vit.h)", "each VisionTransformer when built"},
+    {"ATTN_MAX_IMAGE_PIXELS", "a count > 0", "67108864 (2^26: 8192 x 8192; data::kDefaultMaxImagePixels)",
+     "The most pixels (width x height) a PNG or JPEG header may claim; a larger image is refused before any "
+     "buffer is allocated. Anything but a count > 0 is an error.",
+     "attn::data::set_max_image_pixels(n) (attn/data/limits.h); decode_image's max_pixels argument",
+     "the first image decoded"},
+    {"ATTN_MAX_INFLATED_BYTES", "a count > 0", "1073741824 (1 GiB; data::kDefaultMaxInflatedBytes)",
+     "The most bytes one compressed stream may inflate to: a gzip IDX file's data, a SWORD block. A file that "
+     "claims more is refused before anything is inflated. Anything but a count > 0 is an error.",
+     "attn::data::set_max_inflated_bytes(n) (attn/data/limits.h)", "the first gzip IDX file or SWORD module read"},
     {"OMP_WAIT_POLICY", "ACTIVE | PASSIVE", "PASSIVE in the attn CLI; libgomp's own elsewhere",
      "Read by libgomp when it loads. The CLI re-runs itself once with PASSIVE when it is unset (threads sleep "
      "at barriers: much faster on a loaded machine).",
@@ -82,6 +91,28 @@ std::optional<int64_t> parse_vit_chunk(const char* value) {
   return n > 0 ? int64_t(n) : int64_t(0);
 }
 std::optional<int64_t> vit_chunk() { return parse_vit_chunk(raw("ATTN_VIT_CHUNK")); }
+
+namespace {
+// A count > 0 written as decimal digits only; unset or empty: nullopt; anything else throws.
+std::optional<int64_t> parse_limit(const char* name, const char* value) {
+  if (!value || !*value) return std::nullopt;
+  int64_t n = 0;
+  bool ok = true;
+  for (const char* p = value; *p && ok; ++p)
+    ok = *p >= '0' && *p <= '9' && !__builtin_mul_overflow(n, int64_t(10), &n) &&
+         !__builtin_add_overflow(n, int64_t(*p - '0'), &n);
+  ATTN_CHECK(ok && n > 0, name, ": expected a count > 0 (decimal digits, at most 2^63 - 1), got '", value, "'");
+  return n;
+}
+}  // namespace
+
+std::optional<int64_t> parse_max_image_pixels(const char* value) { return parse_limit("ATTN_MAX_IMAGE_PIXELS", value); }
+std::optional<int64_t> max_image_pixels() { return parse_max_image_pixels(raw("ATTN_MAX_IMAGE_PIXELS")); }
+
+std::optional<int64_t> parse_max_inflated_bytes(const char* value) {
+  return parse_limit("ATTN_MAX_INFLATED_BYTES", value);
+}
+std::optional<int64_t> max_inflated_bytes() { return parse_max_inflated_bytes(raw("ATTN_MAX_INFLATED_BYTES")); }
 
 bool cli_reexec_for_wait_policy() { return !raw("OMP_WAIT_POLICY") && !raw("ATTN_NO_REEXEC"); }
 

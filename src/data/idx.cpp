@@ -11,6 +11,8 @@
 #include <limits>
 #include <vector>
 
+#include "attn/data/limits.h"
+
 namespace attn::data {
 namespace {
 
@@ -211,6 +213,24 @@ Tensor parse_plain(const uint8_t* data, size_t size, const std::string& what) {
   return decode(h, data + h.header_bytes);
 }
 
+// Before inflating the data: what the header claims must be able to come out of `size` compressed
+// bytes (deflate inflates at most 1032:1, gzip members only add overhead), and stay within the
+// inflated-size ceiling.
+void check_inflatable(const Header& h, size_t size, const std::string& what) {
+  const uint64_t total = uint64_t(h.header_bytes) + h.data_bytes;   // parse_dims keeps this < 2^63
+  const unsigned __int128 can = (unsigned __int128)size * 1032u;
+  if (total > can)
+    fail("IDX file ", what, ": gzip corrupt: the header claims ", h.data_bytes, " bytes of data (sizes ", h.shape,
+         " of ", h.type.size, "-byte elements), more than ", size,
+         " compressed bytes can inflate to (deflate inflates at most 1032:1): truncated or not this file's header");
+  const int64_t limit = max_inflated_bytes();
+  if (total > uint64_t(limit))
+    fail("IDX file ", what, ": the header claims ", h.data_bytes, " bytes of data (sizes ", h.shape, " of ",
+         h.type.size, "-byte elements), over the inflated-size limit of ", limit,
+         " bytes (ATTN_MAX_INFLATED_BYTES); raise it with ATTN_MAX_INFLATED_BYTES=<bytes> or "
+         "attn::data::set_max_inflated_bytes(<bytes>)");
+}
+
 Tensor parse_gzip(const uint8_t* data, size_t size, const std::string& what) {
   Inflater inf(data, size, what);
   std::vector<uint8_t> buf;
@@ -219,8 +239,13 @@ Tensor parse_gzip(const uint8_t* data, size_t size, const std::string& what) {
   const size_t need = check_magic(buf.data(), buf.size(), what, h);
   inf.fill(buf, need);
   parse_dims(buf.data(), buf.size(), what, h);
-  // One byte more than the header asks for tells trailing data from the end of the stream.
+  check_inflatable(h, size, what);
+  // One byte more than the header asks for tells trailing data from the end of the stream; the
+  // inflater never produces more.
   inf.fill(buf, h.header_bytes + h.data_bytes + 1);
+  if (buf.size() > h.header_bytes + h.data_bytes)
+    fail("IDX file ", what, ": trailing data: expected ", h.data_bytes,
+         " bytes of data, found more (the gzip stream goes on past them)");
   check_data_size(h, buf.size() - h.header_bytes, what);
   return decode(h, buf.data() + h.header_bytes);
 }

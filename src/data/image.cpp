@@ -18,6 +18,10 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <limits>
+#include <memory>
+
+#include "attn/data/limits.h"
 
 namespace attn::data {
 namespace {
@@ -58,10 +62,33 @@ void check_channels(int64_t channels, const char* op, bool allow_zero) {
              allow_zero ? "0 (as stored), " : "", "1, 2, 3 or 4, got ", channels);
 }
 
-void check_pixels(int64_t w, int64_t h, int64_t max_pixels, const std::string& name) {
+// The pixel ceiling of one decode: the max_pixels argument, or the process-wide limit.
+struct PixelLimit {
+  int64_t pixels;
+  bool from_argument;
+};
+
+PixelLimit pixel_limit(int64_t max_pixels) {
+  ATTN_CHECK(max_pixels >= 0, "image: expected max_pixels >= 0 (0: data::max_image_pixels()), got ", max_pixels);
+  return max_pixels > 0 ? PixelLimit{max_pixels, true} : PixelLimit{max_image_pixels(), false};
+}
+
+// Before any buffer is allocated: the header's size against the ceiling.
+void check_pixels(int64_t w, int64_t h, const PixelLimit& limit, const std::string& name) {
   ATTN_CHECK(w > 0 && h > 0, "image: cannot decode '", name, "': empty image of ", w, " x ", h, " pixels");
-  ATTN_CHECK(w <= max_pixels / h, "image: '", name, "' is ", w, " x ", h, " pixels, more than the limit of ",
-             max_pixels, " pixels");
+  if (w <= limit.pixels / h) return;
+  const uint64_t claimed = uint64_t(w) * uint64_t(h);   // both < 2^32
+  if (limit.from_argument)
+    fail("image: '", name, "' is ", w, " x ", h, " = ", claimed, " pixels, over the limit of ", limit.pixels,
+         " pixels that this call allows (its max_pixels argument)");
+  fail("image: '", name, "' is ", w, " x ", h, " = ", claimed, " pixels, over the image pixel limit of ",
+       limit.pixels, " (ATTN_MAX_IMAGE_PIXELS); raise it with ATTN_MAX_IMAGE_PIXELS=<pixels> or "
+       "attn::data::set_max_image_pixels(<pixels>)");
+}
+
+// A scratch buffer that is not zero-filled: its pages cost memory only once rows are decoded into it.
+std::unique_ptr<uint8_t[]> uninit_pixels(int64_t h, int64_t w, int64_t c) {
+  return std::unique_ptr<uint8_t[]>(new uint8_t[size_t(h) * size_t(w) * size_t(c)]);
 }
 
 // ---- JPEG ----
@@ -110,6 +137,7 @@ struct JpegState {
   jpeg_decompress_struct cinfo;
   JpegError err;
   JpegProgress progress;
+  long max_memory = 0;   // libjpeg's own buffers (its whole-image coefficient arrays above all)
   bool created = false;
 };
 
@@ -118,6 +146,7 @@ bool jpeg_phase_header(JpegState* st, const uint8_t* data, size_t size) {
   if (setjmp(st->err.jump)) return false;
   jpeg_create_decompress(&st->cinfo);
   st->created = true;
+  st->cinfo.mem->max_memory_to_use = st->max_memory;
   st->progress.pub.progress_monitor = attn_jpeg_progress;
   st->progress.max_scans = 500;
   st->cinfo.progress = &st->progress.pub;
@@ -165,8 +194,14 @@ inline uint8_t muldiv255(int a, int b) {
   return uint8_t(((t >> 8) + t) >> 8);
 }
 
-Tensor decode_jpeg(const uint8_t* data, size_t size, int64_t channels, const std::string& name, int64_t max_pixels) {
+Tensor decode_jpeg(const uint8_t* data, size_t size, int64_t channels, const std::string& name,
+                   const PixelLimit& limit) {
   JpegState st{};
+  // A progressive (or multi-scan) file keeps every DCT coefficient: 2 bytes per sample, 4 samples
+  // per pixel at most; libjpeg-turbo's allocator refuses to go past this (no backing store).
+  constexpr int64_t kSlack = int64_t(64) << 20;
+  const int64_t per_pixel = std::min<int64_t>(limit.pixels, (std::numeric_limits<long>::max() - kSlack) / 8);
+  st.max_memory = long(per_pixel * 8 + kSlack);
   st.cinfo.err = jpeg_std_error(&st.err.pub);
   st.err.pub.error_exit = attn_jpeg_error_exit;
   st.err.pub.emit_message = attn_jpeg_emit_message;
@@ -179,7 +214,10 @@ Tensor decode_jpeg(const uint8_t* data, size_t size, int64_t channels, const std
     return Error(detail::cat("image: cannot decode '", name, "': JPEG: ", st.err.msg));
   };
   if (!jpeg_phase_header(&st, data, size)) throw failed();
-  check_pixels(st.cinfo.image_width, st.cinfo.image_height, max_pixels, name);
+  check_pixels(st.cinfo.image_width, st.cinfo.image_height, limit, name);
+  const int components = st.cinfo.num_components;
+  ATTN_CHECK(components == 1 || components == 3 || components == 4, "image: cannot decode '", name, "': JPEG: ",
+             components, " components, expected 1 (gray), 3 (YCbCr or RGB) or 4 (CMYK or YCCK)");
   if (!jpeg_phase_start(&st)) throw failed();
   const int64_t w = st.cinfo.output_width, h = st.cinfo.output_height;
   const int nc = st.cinfo.output_components;
@@ -188,33 +226,35 @@ Tensor decode_jpeg(const uint8_t* data, size_t size, int64_t channels, const std
   // Natural channels: gray 1, colour 3 (CMYK is converted to RGB as PIL's convert("RGB")).
   const int natural = nc == 1 ? 1 : 3;
   const int want = channels == 0 ? natural : int(channels);
-  std::vector<uint8_t> raw;
+  std::unique_ptr<uint8_t[]> raw;
   uint8_t* dst = nullptr;
   Tensor out = Tensor::empty({h, w, want}, DType::u8);
   const bool direct = nc == want && nc != 4;   // CMYK always goes through the RGB conversion
   if (direct) {
     dst = out.data<uint8_t>();
   } else {
-    raw.resize(size_t(h) * size_t(w) * size_t(nc));
-    dst = raw.data();
+    raw = uninit_pixels(h, w, nc);
+    dst = raw.get();
   }
   if (!jpeg_phase_body(&st, dst, size_t(w) * size_t(nc))) throw failed();
   if (direct) return out;
   const int64_t n = h * w;
   if (nc == 4) {
-    // Adobe-inverted CMYK -> RGB (PIL: "CMYK;I" then cmyk2rgb), then to the channels asked for.
-    std::vector<uint8_t> rgb(size_t(n) * 3);
+    // Adobe-inverted CMYK -> RGB (PIL: "CMYK;I" then cmyk2rgb), in place (pixel i's RGB lands at or
+    // before its CMYK), then to the channels asked for.
+    uint8_t* px = raw.get();
     for (int64_t i = 0; i < n; ++i) {
-      const uint8_t* p = &raw[size_t(i) * 4];
+      const uint8_t* p = px + size_t(i) * 4;
       const int c = 255 - p[0], m = 255 - p[1], y = 255 - p[2], k = 255 - p[3];
       const int nk = 255 - k;
-      rgb[size_t(i) * 3 + 0] = uint8_t(std::clamp(nk - int(muldiv255(c, nk)), 0, 255));
-      rgb[size_t(i) * 3 + 1] = uint8_t(std::clamp(nk - int(muldiv255(m, nk)), 0, 255));
-      rgb[size_t(i) * 3 + 2] = uint8_t(std::clamp(nk - int(muldiv255(y, nk)), 0, 255));
+      uint8_t* q = px + size_t(i) * 3;
+      q[0] = uint8_t(std::clamp(nk - int(muldiv255(c, nk)), 0, 255));
+      q[1] = uint8_t(std::clamp(nk - int(muldiv255(m, nk)), 0, 255));
+      q[2] = uint8_t(std::clamp(nk - int(muldiv255(y, nk)), 0, 255));
     }
-    convert_pixels(rgb.data(), 3, out.data<uint8_t>(), want, n);
+    convert_pixels(px, 3, out.data<uint8_t>(), want, n);
   } else {
-    convert_pixels(raw.data(), nc, out.data<uint8_t>(), want, n);
+    convert_pixels(raw.get(), nc, out.data<uint8_t>(), want, n);
   }
   return out;
 }
@@ -243,18 +283,46 @@ extern "C" void attn_png_read(png_structp png, png_bytep out, png_size_t n) {
   st->pos += n;
 }
 
-// Phase 1: signature, header chunks, the expansions to 8-bit gray/GA/RGB/RGBA.
-bool png_phase_header(PngState* st, png_uint_32* w, png_uint_32* h) {
+// The largest chunk libpng may allocate (libpng's default): the kept chunks are IHDR, PLTE, tRNS
+// (all small) and IDAT, which it streams.
+constexpr png_alloc_size_t kPngChunkMallocMax = 8000000;
+
+// Phase 1: signature, header chunks. Only the chunks decoding needs are kept (IHDR, PLTE, tRNS,
+// IDAT, IEND); text, ICC profiles and the rest are skipped unread: a file of many small zTXt chunks
+// would otherwise inflate each to up to kPngChunkMallocMax.
+bool png_phase_header(PngState* st, png_uint_32* w, png_uint_32* h, int* color, int* depth) {
   if (setjmp(png_jmpbuf(st->png))) return false;
   png_set_read_fn(st->png, st, attn_png_read);
-  png_set_user_limits(st->png, 0x7fffffffu, 0x7fffffffu);
+  png_set_user_limits(st->png, 0x7fffffffu, 0x7fffffffu);   // check_pixels names the limit instead
+  png_set_chunk_malloc_max(st->png, kPngChunkMallocMax);
+  png_set_keep_unknown_chunks(st->png, PNG_HANDLE_CHUNK_NEVER, nullptr, -1);
   png_read_info(st->png, st->info);
   *w = png_get_image_width(st->png, st->info);
   *h = png_get_image_height(st->png, st->info);
+  *color = png_get_color_type(st->png, st->info);
+  *depth = png_get_bit_depth(st->png, st->info);
   return true;
 }
 
-bool png_phase_transforms(PngState* st, int* channels) {
+// The pixel data is one zlib stream, and deflate inflates at most 1032:1: a file must be large enough
+// for the rows its header claims (each row its filter byte and its packed samples; an interlaced
+// image needs more). Checked before anything is allocated.
+void check_png_holds(int64_t w, int64_t h, int color, int depth, size_t size, const std::string& name) {
+  const int samples = color == PNG_COLOR_TYPE_GRAY_ALPHA ? 2
+                      : color == PNG_COLOR_TYPE_RGB      ? 3
+                      : color == PNG_COLOR_TYPE_RGB_ALPHA ? 4
+                                                          : 1;   // gray, palette
+  using u128 = unsigned __int128;
+  const u128 row = (u128(w) * u128(samples) * u128(depth) + 7) / 8 + 1;
+  const u128 need = row * u128(h), can = u128(size) * 1032u;
+  if (need <= can) return;
+  const uint64_t claimed = need > u128(UINT64_MAX) ? UINT64_MAX : uint64_t(need);
+  fail("image: cannot decode '", name, "': PNG: its header claims ", w, " x ", h, " pixels, whose data (", claimed,
+       " bytes inflated) cannot come from a file of ", size,
+       " bytes (zlib inflates at most 1032:1): the file is truncated or corrupt");
+}
+
+bool png_phase_transforms(PngState* st, int* channels, int* passes) {
   if (setjmp(png_jmpbuf(st->png))) return false;
   const int color = png_get_color_type(st->png, st->info);
   const int depth = png_get_bit_depth(st->png, st->info);
@@ -262,20 +330,24 @@ bool png_phase_transforms(PngState* st, int* channels) {
   if (color == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(st->png);
   if (png_get_valid(st->png, st->info, PNG_INFO_tRNS)) png_set_tRNS_to_alpha(st->png);
   if (depth == 16) png_set_strip_16(st->png);
-  png_set_interlace_handling(st->png);
+  *passes = png_set_interlace_handling(st->png);   // 7 for Adam7, else 1
   png_read_update_info(st->png, st->info);
   *channels = png_get_channels(st->png, st->info);
   if (png_get_bit_depth(st->png, st->info) != 8) png_error(st->png, "unsupported bit depth after expansion");
   return true;
 }
 
-bool png_phase_body(PngState* st, png_bytepp rows) {
+// Every row of every pass into `dst` (what png_read_image does, without its array of row pointers:
+// 8 bytes a row, more than a 1-pixel-wide image's pixels).
+bool png_phase_body(PngState* st, uint8_t* dst, size_t row_bytes, png_uint_32 h, int passes) {
   if (setjmp(png_jmpbuf(st->png))) return false;
-  png_read_image(st->png, rows);
+  for (int pass = 0; pass < passes; ++pass)
+    for (png_uint_32 y = 0; y < h; ++y) png_read_row(st->png, dst + size_t(y) * row_bytes, nullptr);
   return true;
 }
 
-Tensor decode_png(const uint8_t* data, size_t size, int64_t channels, const std::string& name, int64_t max_pixels) {
+Tensor decode_png(const uint8_t* data, size_t size, int64_t channels, const std::string& name,
+                  const PixelLimit& limit) {
   PngState st;
   st.data = data;
   st.size = size;
@@ -290,23 +362,23 @@ Tensor decode_png(const uint8_t* data, size_t size, int64_t channels, const std:
   ATTN_CHECK(st.info, "image: cannot decode '", name, "': PNG: out of memory");
   auto failed = [&]() -> Error { return Error(detail::cat("image: cannot decode '", name, "': PNG: ", st.msg)); };
   png_uint_32 w = 0, h = 0;
-  if (!png_phase_header(&st, &w, &h)) throw failed();
-  check_pixels(int64_t(w), int64_t(h), max_pixels, name);
-  int nc = 0;
-  if (!png_phase_transforms(&st, &nc)) throw failed();
+  int color = 0, depth = 0;
+  if (!png_phase_header(&st, &w, &h, &color, &depth)) throw failed();
+  check_pixels(int64_t(w), int64_t(h), limit, name);
+  check_png_holds(int64_t(w), int64_t(h), color, depth, size, name);
+  int nc = 0, passes = 1;
+  if (!png_phase_transforms(&st, &nc, &passes)) throw failed();
   ATTN_CHECK(nc >= 1 && nc <= 4, "image: cannot decode '", name, "': PNG: unsupported ", nc, " channels");
   const int want = channels == 0 ? nc : int(channels);
   Tensor out = Tensor::empty({int64_t(h), int64_t(w), want}, DType::u8);
-  std::vector<uint8_t> raw;
+  std::unique_ptr<uint8_t[]> raw;
   uint8_t* dst = out.data<uint8_t>();
   if (nc != want) {
-    raw.resize(size_t(h) * size_t(w) * size_t(nc));
-    dst = raw.data();
+    raw = uninit_pixels(h, w, nc);
+    dst = raw.get();
   }
-  std::vector<png_bytep> rows(h);
-  for (png_uint_32 y = 0; y < h; ++y) rows[y] = dst + size_t(y) * size_t(w) * size_t(nc);
-  if (!png_phase_body(&st, rows.data())) throw failed();
-  if (nc != want) convert_pixels(raw.data(), nc, out.data<uint8_t>(), want, int64_t(w) * int64_t(h));
+  if (!png_phase_body(&st, dst, size_t(w) * size_t(nc), h, passes)) throw failed();
+  if (nc != want) convert_pixels(raw.get(), nc, out.data<uint8_t>(), want, int64_t(w) * int64_t(h));
   return out;
 }
 
@@ -538,11 +610,11 @@ ImageFormat sniff_image_format(const uint8_t* data, size_t size) {
 
 Tensor decode_image(const uint8_t* data, size_t size, int64_t channels, const std::string& name, int64_t max_pixels) {
   check_channels(channels, "image", true);
-  ATTN_CHECK(max_pixels > 0, "image: expected max_pixels > 0, got ", max_pixels);
+  const PixelLimit limit = pixel_limit(max_pixels);
   ATTN_CHECK(size > 0, "image: cannot decode '", name, "': the file is empty");
   switch (sniff_image_format(data, size)) {
-    case ImageFormat::png: return decode_png(data, size, channels, name, max_pixels);
-    case ImageFormat::jpeg: return decode_jpeg(data, size, channels, name, max_pixels);
+    case ImageFormat::png: return decode_png(data, size, channels, name, limit);
+    case ImageFormat::jpeg: return decode_jpeg(data, size, channels, name, limit);
     default: fail("image: cannot decode '", name, "': not a PNG or JPEG file");
   }
 }

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "attn/core/error.h"
+#include "attn/data/limits.h"
 #include "attn/text/utf8.h"
 
 namespace attn::data {
@@ -233,16 +234,23 @@ SwordModule::Part SwordModule::parse_part(ZTextTestament files, const std::strin
   ATTN_CHECK(files.bzv.size() % 10 == 0, what, ".bzv: expected a multiple of 10 bytes (10-byte entry records), found ",
              files.bzv.size(), " bytes (truncated?)");
   const size_t nb = files.bzs.size() / 12, nr = files.bzv.size() / 10;
+  const int64_t max_inflated = max_inflated_bytes();
   p.blocks.resize(nb);
   for (size_t i = 0; i < nb; ++i) {
     Block b{le32(files.bzs, 12 * i), le32(files.bzs, 12 * i + 4), le32(files.bzs, 12 * i + 8)};
     ATTN_CHECK(uint64_t(b.offset) + b.compressed <= files.bzz.size(), what, ".bzs: block ", i, " spans bytes ",
                b.offset, "..", uint64_t(b.offset) + b.compressed, " of .bzz, which has only ", files.bzz.size(),
                " bytes");
-    // zlib's best ratio is about 1032:1; a larger claim is corrupt (and would allocate huge buffers).
-    ATTN_CHECK(uint64_t(b.uncompressed) <= uint64_t(b.compressed) * 1032 + 64, what, ".bzs: block ", i,
-               " claims ", b.uncompressed, " bytes uncompressed from ", b.compressed,
-               " compressed bytes, more than zlib can produce");
+    // Checked before anything is inflated or allocated: deflate inflates at most 1032:1 (the zlib
+    // stream's own 6 bytes of header and trailer only lower that), and a block may not pass the
+    // inflated-size ceiling.
+    ATTN_CHECK(uint64_t(b.uncompressed) <= uint64_t(b.compressed) * 1032, what, ".bzs: block ", i, " claims ",
+               b.uncompressed, " bytes uncompressed from ", b.compressed,
+               " compressed bytes, more than zlib can produce (deflate inflates at most 1032:1)");
+    ATTN_CHECK(int64_t(b.uncompressed) <= max_inflated, what, ".bzs: block ", i, " claims ", b.uncompressed,
+               " bytes uncompressed, over the inflated-size limit of ", max_inflated,
+               " bytes (ATTN_MAX_INFLATED_BYTES); raise it with ATTN_MAX_INFLATED_BYTES=<bytes> or "
+               "attn::data::set_max_inflated_bytes(<bytes>)");
     p.blocks[i] = b;
   }
   p.records.resize(nr);

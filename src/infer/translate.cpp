@@ -150,15 +150,24 @@ Translator load_translator(const std::string& checkpoint, io::CheckpointWeights 
   ATTN_CHECK(r.has("tokenizer"), "'", checkpoint, "': the translation checkpoint has no tokenizer");
   auto tok = text::Tokenizer::deserialize(io::base64_decode(r.get<std::string>("tokenizer"), "checkpoint tokenizer"));
   std::shared_ptr<models::Seq2SeqModel> model;
+  // The file opened once: its header tells the parameters' shapes before any weight is read.
+  const io::SafetensorsReader file = io::open_checkpoint(checkpoint);
+  ATTN_CHECK(weights == io::CheckpointWeights::model || io::checkpoint_has_ema(file), "'", checkpoint,
+             "' has no EMA weights (its run was trained without --ema-decay)");
   try {
-    nn::init::SkipRandomInit skip;   // the strict load below overwrites every parameter
+    // The strict load below overwrites every parameter: leave them unfilled (pages never touched),
+    // so that a config claiming a model far larger than the file costs address space, not memory,
+    // until the shapes below refuse it.
+    nn::init::SkipRandomInit skip(nn::init::SkipRandomInit::Fill::none);
     model = models::create_seq2seq(name, cfg.json());
   } catch (const Error& e) {
     fail("checkpoint '", checkpoint, "': ", e.what());
   }
-  const io::SafetensorsReader file = io::open_checkpoint(checkpoint);
-  ATTN_CHECK(weights == io::CheckpointWeights::model || io::checkpoint_has_ema(file), "'", checkpoint,
-             "' has no EMA weights (its run was trained without --ema-decay)");
+  nn::Module::ShapeList shapes;
+  for (const io::SafetensorsEntry& e : file.entries())
+    if (std::optional<std::string> k = io::checkpoint_weight_key(e.name, weights)) shapes.emplace_back(*k, e.shape);
+  const std::string why = model->shape_mismatch(shapes, /*strict=*/true, /*max_listed=*/5);
+  if (!why.empty()) fail("load_translator: '", checkpoint, "' is for another model: ", why);
   model->load_state_dict(file, {.strict = true,
                                 .key = [weights](const std::string& k) { return io::checkpoint_weight_key(k, weights); }});
   model->eval();

@@ -1,7 +1,7 @@
 #include "attn/io/base64.h"
 
+#include <array>
 #include <cstdint>
-#include <cstring>
 
 #include "attn/core/error.h"
 
@@ -9,7 +9,18 @@ namespace attn::io {
 
 namespace {
 const char* kB64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+// Each byte's value in the alphabet, -1 for bytes outside it ('=' included).
+const std::array<int8_t, 256>& decode_table() {
+  static const std::array<int8_t, 256> t = [] {
+    std::array<int8_t, 256> a{};
+    a.fill(-1);
+    for (int i = 0; i < 64; ++i) a[uint8_t(kB64[i])] = int8_t(i);
+    return a;
+  }();
+  return t;
 }
+}  // namespace
 
 std::string base64_encode(const std::string& in) {
   std::string out;
@@ -31,23 +42,36 @@ std::string base64_encode(const std::string& in) {
 }
 
 std::string base64_decode(const std::string& in, const std::string& what) {
-  auto val = [&](char c) -> int {
-    const char* p = std::strchr(kB64, c);
-    ATTN_CHECK(c != '\0' && p, what, ": expected base64, found the byte 0x", std::hex, int(uint8_t(c)));
-    return int(p - kB64);
-  };
-  ATTN_CHECK(in.size() % 4 == 0, what, ": expected base64 (a multiple of 4 characters), found ", in.size());
+  ATTN_CHECK(in.size() % 4 == 0, what, ": expected base64 (a multiple of 4 characters), found ", in.size(),
+             " characters");
+  // Padding: "xx==" or "xxx=" in the last group only.
+  size_t pad = 0;
+  if (!in.empty() && in.back() == '=') pad = in[in.size() - 2] == '=' ? 2 : 1;
+  const size_t data = in.size() - pad;
+  const auto& table = decode_table();
+  uint32_t acc = 0;
+  int bits = 0;
   std::string out;
-  out.reserve(in.size() / 4 * 3);
-  for (size_t i = 0; i < in.size(); i += 4) {
-    const int a = val(in[i]), b = val(in[i + 1]);
-    out.push_back(char((a << 2) | (b >> 4)));
-    if (in[i + 2] == '=') break;
-    const int c = val(in[i + 2]);
-    out.push_back(char(((b & 15) << 4) | (c >> 2)));
-    if (in[i + 3] == '=') break;
-    out.push_back(char(((c & 3) << 6) | val(in[i + 3])));
+  out.reserve(data / 4 * 3 + 2);   // never more than the input holds
+  for (size_t i = 0; i < data; ++i) {
+    const int v = table[uint8_t(in[i])];
+    if (v < 0) {
+      if (in[i] == '=')
+        fail(what, ": expected base64, found padding '=' at character ", i, " of ", in.size(),
+             " (padding may only end the text)");
+      fail(what, ": expected base64, found the byte 0x", std::hex, int(uint8_t(in[i])), std::dec, " at character ",
+           i, " of ", in.size());
+    }
+    acc = (acc << 6) | uint32_t(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(char((acc >> bits) & 0xFF));
+    }
   }
+  // What the last group leaves over must be zero bits (as base64_encode writes them), so that each
+  // byte string has exactly one encoding.
+  ATTN_CHECK((acc & ((1u << bits) - 1)) == 0, what, ": expected base64, found non-zero padding bits in the last group");
   return out;
 }
 

@@ -83,7 +83,7 @@ PosEmbedOptions checked(PosEmbedOptions o) {
 PosEmbed::PosEmbed(const PosEmbedOptions& o, Generator& g)
     : opt_(checked(o)),
       pos_embed(opt_.kind == PosEmbedKind::learned
-                    ? register_parameter("pos_embed", Tensor::zeros({1, opt_.num_positions, opt_.dim}, opt_.dtype))
+                    ? register_parameter("pos_embed", Tensor::empty({1, opt_.num_positions, opt_.dim}, opt_.dtype))
                 : opt_.kind == PosEmbedKind::sinusoidal
                     ? register_buffer("pos_embed",
                                       sinusoidal_pos_embed(opt_.num_positions, opt_.dim, opt_.dtype).unsqueeze(0))
@@ -93,14 +93,16 @@ PosEmbed::PosEmbed(const PosEmbedOptions& o, Generator& g)
                                                        .unsqueeze(0))
                     : register_parameter("pos_embed", Tensor())),
       cls_pos_embed(register_parameter("cls_pos_embed", opt_.kind == PosEmbedKind::learned_2d && opt_.cls_token
-                                                            ? Tensor::zeros({1, 1, opt_.dim}, opt_.dtype)
+                                                            ? Tensor::empty({1, 1, opt_.dim}, opt_.dtype)
                                                             : Tensor())),
       col_embed(register_parameter("col_embed", opt_.kind == PosEmbedKind::learned_2d
-                                                    ? Tensor::zeros({opt_.grid_w, opt_.dim / 2}, opt_.dtype)
+                                                    ? Tensor::empty({opt_.grid_w, opt_.dim / 2}, opt_.dtype)
                                                     : Tensor())),
       row_embed(register_parameter("row_embed", opt_.kind == PosEmbedKind::learned_2d
-                                                    ? Tensor::zeros({opt_.grid_h, opt_.dim / 2}, opt_.dtype)
+                                                    ? Tensor::empty({opt_.grid_h, opt_.dim / 2}, opt_.dtype)
                                                     : Tensor())) {
+  // Every learned table is written here (not zero-filled first: under SkipRandomInit(Fill::none) a
+  // model built for a strict load touches none of its pages).
   for (Tensor* t : {&pos_embed, &cls_pos_embed, &col_embed, &row_embed})
     if (t->defined() && t->requires_grad()) init::trunc_normal_(*t, g, 0.0, 0.02);
 }

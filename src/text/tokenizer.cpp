@@ -5,6 +5,7 @@
 #include <sentencepiece_trainer.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <unordered_map>
@@ -38,6 +39,146 @@ void check_id(int64_t id, int64_t n, const char* who) {
   ATTN_CHECK(id >= 0 && id < n, who, ": expected token ids in [0, ", n, "), got ", id);
 }
 
+// Up to `n` bytes of `s` for an error message: printable ASCII as is, the rest as \xNN.
+std::string shown(std::string_view s, size_t n) {
+  std::string out;
+  for (size_t i = 0; i < s.size() && i < n; ++i) {
+    const auto c = uint8_t(s[i]);
+    if (c >= 0x20 && c < 0x7F && c != '\\') {
+      out += char(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", unsigned(c));
+      out += buf;
+    }
+  }
+  if (s.size() > n) out += "...";
+  return out;
+}
+
+// ---- a SentencePiece ModelProto from untrusted bytes ----
+//
+// SentencePiece trusts a model's precompiled normalization rules (NormalizerSpec.precompiled_charsmap:
+// a u32 trie size, a darts-clone double-array trie, then NUL-terminated replacement strings): it
+// follows the trie's offsets and leaf values without bounds checks, so a crafted model would make
+// encode() read outside the model. Before a model reaches SentencePiece, the protobuf wire format
+// is walked (every length checked against the bytes left) and each charsmap is checked: every node
+// the trie can reach from any input byte lies inside the array and every value inside the strings.
+
+struct Wire {
+  std::string_view buf;
+  size_t pos = 0;
+  const char* what;   // the message being read, for errors
+
+  bool done() const { return pos >= buf.size(); }
+  uint64_t varint() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      ATTN_CHECK(pos < buf.size(), "Tokenizer::deserialize: sentencepiece model: ", what,
+                 ": expected a varint, found the end of the bytes at offset ", pos);
+      const auto b = uint8_t(buf[pos++]);
+      v |= uint64_t(b & 0x7F) << shift;
+      if (!(b & 0x80)) return v;
+    }
+    fail("Tokenizer::deserialize: sentencepiece model: ", what, ": a varint longer than 10 bytes at offset ", pos);
+  }
+  // Skips (or returns, for wire type 2) one field's value; `field` is its number.
+  std::string_view value(uint64_t field, int wire) {
+    const size_t at = pos;
+    size_t n = 0;
+    switch (wire) {
+      case 0: varint(); return {};
+      case 1: n = 8; break;
+      case 5: n = 4; break;
+      case 2: {
+        const uint64_t len = varint();
+        ATTN_CHECK(len <= buf.size() - pos, "Tokenizer::deserialize: sentencepiece model: ", what, ": field ", field,
+                   " at offset ", at, " claims ", len, " bytes, but only ", buf.size() - pos, " remain");
+        n = size_t(len);
+        break;
+      }
+      default:
+        fail("Tokenizer::deserialize: sentencepiece model: ", what, ": field ", field, " at offset ", at,
+             " has wire type ", wire, ", expected 0 (varint), 1 (64-bit), 2 (length-delimited) or 5 (32-bit)");
+    }
+    ATTN_CHECK(n <= buf.size() - pos, "Tokenizer::deserialize: sentencepiece model: ", what, ": field ", field,
+               " at offset ", at, " needs ", n, " bytes, but only ", buf.size() - pos, " remain");
+    std::string_view v = buf.substr(pos, n);
+    pos += n;
+    return v;
+  }
+};
+
+// darts-clone's unit layout (third_party/darts_clone/darts.h in SentencePiece).
+inline bool unit_has_leaf(uint32_t u) { return (u >> 8) & 1; }
+inline uint32_t unit_value(uint32_t u) { return u & ((1u << 31) - 1); }
+inline uint32_t unit_label(uint32_t u) { return u & ((1u << 31) | 0xFF); }
+inline uint32_t unit_offset(uint32_t u) { return (u >> 10) << ((u & (1u << 9)) >> 6); }
+
+void check_charsmap(std::string_view blob, const char* spec) {
+  const std::string where = detail::cat("Tokenizer::deserialize: sentencepiece model: ", spec, ".precompiled_charsmap");
+  ATTN_CHECK(blob.size() > 4, where, ": expected a 4-byte trie size, a trie and replacement strings, found ",
+             blob.size(), " bytes");
+  const uint32_t trie_bytes = uint32_t(uint8_t(blob[0])) | uint32_t(uint8_t(blob[1])) << 8 |
+                              uint32_t(uint8_t(blob[2])) << 16 | uint32_t(uint8_t(blob[3])) << 24;
+  ATTN_CHECK(trie_bytes >= 4 && trie_bytes % 4 == 0 && trie_bytes < blob.size() - 4, where,
+             ": expected a trie of whole 4-byte units followed by replacement strings within its ", blob.size(),
+             " bytes, found a trie size of ", trie_bytes);
+  const std::string_view strings = blob.substr(4 + size_t(trie_bytes));
+  ATTN_CHECK(strings.back() == '\0', where, ": expected the replacement strings to end with a NUL byte");
+  if (const auto bad = find_utf8_problem(strings))
+    fail(where, ": expected replacement strings of valid UTF-8, found ", bad->message);
+  const size_t n = trie_bytes / 4;
+  auto unit = [&](size_t i) {
+    const char* p = blob.data() + 4 + 4 * i;
+    return uint32_t(uint8_t(p[0])) | uint32_t(uint8_t(p[1])) << 8 | uint32_t(uint8_t(p[2])) << 16 |
+           uint32_t(uint8_t(p[3])) << 24;
+  };
+  // Every node an input can reach: the 256 units its next byte may select must be in the array.
+  std::vector<bool> seen(n, false);
+  std::vector<size_t> todo = {size_t(unit_offset(unit(0)))};
+  while (!todo.empty()) {
+    const size_t node = todo.back();
+    todo.pop_back();
+    ATTN_CHECK((node | 0xFF) < n, where, ": the trie reaches unit ", node, " of ", n, " (out of bounds)");
+    if (seen[node]) continue;
+    seen[node] = true;
+    for (uint32_t c = 0; c < 256; ++c) {
+      const size_t child = node ^ c;
+      const uint32_t u = unit(child);
+      if (unit_label(u) != c) continue;
+      const size_t next = child ^ unit_offset(u);
+      if (unit_has_leaf(u)) {
+        ATTN_CHECK(next < n, where, ": a leaf of the trie lies at unit ", next, " of ", n, " (out of bounds)");
+        ATTN_CHECK(unit_value(unit(next)) < strings.size(), where, ": a leaf points at byte ", unit_value(unit(next)),
+                   " of replacement strings ", strings.size(), " bytes long");
+      }
+      if (next >= n || !seen[next]) todo.push_back(next);   // out of bounds: refused when popped
+    }
+  }
+}
+
+// ModelProto: normalizer_spec = 3 and denormalizer_spec = 5 are NormalizerSpecs, whose
+// precompiled_charsmap is field 2. Every other field is left to protobuf.
+void check_model_proto(std::string_view proto) {
+  Wire top{proto, 0, "ModelProto"};
+  while (!top.done()) {
+    const uint64_t key = top.varint();
+    const uint64_t field = key >> 3;
+    ATTN_CHECK(field != 0, "Tokenizer::deserialize: sentencepiece model: ModelProto: field number 0 at offset ",
+               top.pos, " (not a protobuf message)");
+    const std::string_view v = top.value(field, int(key & 7));
+    if ((field != 3 && field != 5) || (key & 7) != 2) continue;
+    const char* spec = field == 3 ? "normalizer_spec" : "denormalizer_spec";
+    Wire sub{v, 0, spec};
+    while (!sub.done()) {
+      const uint64_t k = sub.varint();
+      const std::string_view sv = sub.value(k >> 3, int(k & 7));
+      if ((k >> 3) == 2 && (k & 7) == 2 && !sv.empty()) check_charsmap(sv, spec);
+    }
+  }
+}
+
 }  // namespace
 
 // ---- Tokenizer ----
@@ -45,15 +186,20 @@ void check_id(int64_t id, int64_t n, const char* who) {
 std::unique_ptr<Tokenizer> Tokenizer::deserialize(std::string bytes) {
   ATTN_CHECK(bytes.compare(0, kMagic.size(), kMagic) == 0,
              "Tokenizer::deserialize: expected bytes starting with 'attn-tokenizer 1 ', found ",
-             bytes.size() < 4 ? std::string("too few bytes") : "'" + bytes.substr(0, 16) + "'");
+             bytes.empty() ? std::string("no bytes") : "'" + shown(bytes, 24) + "'");
   const size_t nl = bytes.find('\n', kMagic.size());
   ATTN_CHECK(nl != std::string::npos && nl - kMagic.size() <= 32,
-             "Tokenizer::deserialize: expected a kind and a newline after the magic, found none");
+             "Tokenizer::deserialize: expected a kind of at most 32 bytes and a newline after the magic, found '",
+             shown(std::string_view(bytes).substr(kMagic.size()), 32), "'");
   const std::string kind = bytes.substr(kMagic.size(), nl - kMagic.size());
   const std::string_view payload = std::string_view(bytes).substr(nl + 1);
-  if (kind == "sentencepiece") return SentencePieceTokenizer::from_serialized_proto(payload);
+  if (kind == "sentencepiece") {
+    check_model_proto(payload);
+    return SentencePieceTokenizer::from_serialized_proto(payload);
+  }
+  // decode_utf8 checks the alphabet is UTF-8; at most one code point per byte is allocated.
   if (kind == "char") return std::make_unique<CharTokenizer>(decode_utf8(payload, "Tokenizer::deserialize: char alphabet"));
-  fail("Tokenizer::deserialize: unknown tokenizer kind '", kind, "', expected sentencepiece or char");
+  fail("Tokenizer::deserialize: unknown tokenizer kind '", shown(kind, 32), "', expected sentencepiece or char");
 }
 
 // ---- SentencePiece ----
@@ -114,6 +260,11 @@ std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::from_serialized_
   ATTN_CHECK(sp.pad_id() == kPadId && sp.unk_id() == kUnkId && sp.bos_id() == kBosId && sp.eos_id() == kEosId,
              "SentencePieceTokenizer: expected special ids pad 0, unk 1, bos 2, eos 3 (models/seq2seq.h), "
              "found pad ", sp.pad_id(), ", unk ", sp.unk_id(), ", bos ", sp.bos_id(), ", eos ", sp.eos_id());
+  // Pieces are protobuf strings, which SentencePiece does not check: decode() would hand a piece's
+  // bytes on as text.
+  for (int i = 0; i < sp.GetPieceSize(); ++i)
+    if (const auto bad = find_utf8_problem(sp.IdToPiece(i)))
+      fail("SentencePieceTokenizer: expected pieces of valid UTF-8, piece ", i, " has ", bad->message);
   t->proto_ = std::string(proto);
   return t;
 }

@@ -64,7 +64,7 @@ TEST(Env, TableIsCompleteAndDocumented) {
         << "no row for it in docs/environment.md";
   }
   for (const char* name : {"ATTN_NUM_THREADS", "ATTN_ISA", "ATTN_BLOCK_CACHE", "ATTN_BF16_GEMM", "ATTN_VIT_CHUNK",
-                           "OMP_WAIT_POLICY", "ATTN_NO_REEXEC"})
+                           "ATTN_MAX_IMAGE_PIXELS", "ATTN_MAX_INFLATED_BYTES", "OMP_WAIT_POLICY", "ATTN_NO_REEXEC"})
     EXPECT_TRUE(names.count(name)) << name << " is read by attn but missing from the table";
 }
 
@@ -101,11 +101,29 @@ TEST(Env, ParsersFollowTheDocumentedRules) {
   EXPECT_EQ(env::parse_vit_chunk("32"), 32);
   EXPECT_EQ(env::parse_vit_chunk("0"), 0);
   EXPECT_EQ(env::parse_vit_chunk("-5"), 0);
+
+  EXPECT_EQ(env::parse_max_image_pixels(nullptr), std::nullopt);
+  EXPECT_EQ(env::parse_max_image_pixels(""), std::nullopt);
+  EXPECT_EQ(env::parse_max_image_pixels("268435456"), int64_t(1) << 28);
+  EXPECT_EQ(env::parse_max_inflated_bytes("9223372036854775807"), INT64_MAX);
+  for (const char* bad : {"0", "-1", "12k", " 5", "1e9", "9223372036854775808"}) {
+    SCOPED_TRACE(bad);
+    static const char* v;
+    v = bad;
+    EXPECT_EQ(error_of([] { (void)env::parse_max_image_pixels(v); }),
+              std::string("ATTN_MAX_IMAGE_PIXELS: expected a count > 0 (decimal digits, at most 2^63 - 1), got '") + v +
+                  "'");
+    EXPECT_EQ(error_of([] { (void)env::parse_max_inflated_bytes(v); }).substr(0, 45),
+              "ATTN_MAX_INFLATED_BYTES: expected a count > 0");
+  }
 }
 
 TEST(Env, ReadersReadTheEnvironment) {
   {
     ScopedEnv a("ATTN_NUM_THREADS", "3"), b("ATTN_VIT_CHUNK", "12"), c("ATTN_ISA", "scalar");
+    ScopedEnv d("ATTN_MAX_IMAGE_PIXELS", "1000"), e("ATTN_MAX_INFLATED_BYTES", "2000");
+    EXPECT_EQ(env::max_image_pixels(), 1000);
+    EXPECT_EQ(env::max_inflated_bytes(), 2000);
     EXPECT_EQ(env::num_threads(), 3);
     EXPECT_EQ(env::vit_chunk(), 12);
     EXPECT_EQ(env::isa(), Isa::scalar);

@@ -178,7 +178,8 @@ TEST(Idx, DataLengthErrors) {
   EXPECT_EQ(error_of([&] { parse(gzip(header(0x08, {2, 3}) + "abcde")); }),
             "IDX file <buffer>: truncated data: expected 6 bytes of data, found 5");
   EXPECT_EQ(error_of([&] { parse(gzip(header(0x08, {2, 3}) + "abcdefg")); }),
-            "IDX file <buffer>: trailing data: expected 6 bytes of data, found 7");
+            "IDX file <buffer>: trailing data: expected 6 bytes of data, found more (the gzip stream goes on past "
+            "them)");
 }
 
 TEST(Idx, InflatesNoMoreThanTheHeaderAsks) {
@@ -187,7 +188,9 @@ TEST(Idx, InflatesNoMoreThanTheHeaderAsks) {
   const std::string raw = header(0x08, {10}) + std::string(size_t(32) << 20, '\0');
   const std::string gz = gzip(raw);
   ASSERT_LT(gz.size(), size_t(1) << 20);
-  EXPECT_EQ(error_of([&] { parse(gz); }), "IDX file <buffer>: trailing data: expected 10 bytes of data, found 11");
+  EXPECT_EQ(error_of([&] { parse(gz); }),
+            "IDX file <buffer>: trailing data: expected 10 bytes of data, found more (the gzip stream goes on past "
+            "them)");
 }
 
 TEST(Idx, GzipErrors) {

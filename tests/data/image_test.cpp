@@ -259,7 +259,8 @@ TEST(Image, BadFilesThrowNamingTheFile) {
   EXPECT_GT(errors, 10);
   // Size limit.
   EXPECT_EQ(error_of([&] { data::decode_image(png.data(), png.size(), 0, "big.png", 100); }),
-            "image: 'big.png' is 24 x 20 pixels, more than the limit of 100 pixels");
+            "image: 'big.png' is 24 x 20 = 480 pixels, over the limit of 100 pixels that this call allows (its "
+            "max_pixels argument)");
   EXPECT_EQ(error_of([&] { data::decode_image(png.data(), png.size(), 5, "x"); }),
             "image: expected channels 0 (as stored), 1, 2, 3 or 4, got 5");
 }

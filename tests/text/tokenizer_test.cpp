@@ -120,14 +120,116 @@ TEST(CharTokenizer, Basics) {
 
 TEST(Tokenizer, DeserializeErrors) {
   EXPECT_EQ(error_of([] { Tokenizer::deserialize("xyz"); }),
-            "Tokenizer::deserialize: expected bytes starting with 'attn-tokenizer 1 ', found too few bytes");
+            "Tokenizer::deserialize: expected bytes starting with 'attn-tokenizer 1 ', found 'xyz'");
+  EXPECT_EQ(error_of([] { Tokenizer::deserialize(std::string("\x89PNG\r\n\0", 7)); }),
+            "Tokenizer::deserialize: expected bytes starting with 'attn-tokenizer 1 ', found '\\x89PNG\\x0d\\x0a\\x00'");
   EXPECT_EQ(error_of([] { Tokenizer::deserialize("attn-tokenizer 1 wordpiece\n"); }),
             "Tokenizer::deserialize: unknown tokenizer kind 'wordpiece', expected sentencepiece or char");
   EXPECT_EQ(error_of([] { Tokenizer::deserialize("attn-tokenizer 1 char\n\xC3"); }).substr(0, 69),
             "Tokenizer::deserialize: char alphabet: invalid UTF-8 at byte offset 0");
-  const std::string e = error_of([] { Tokenizer::deserialize("attn-tokenizer 1 sentencepiece\nnot a proto"); });
-  EXPECT_EQ(e.rfind("SentencePieceTokenizer: expected a serialized SentencePiece ModelProto (11 bytes), found: ", 0), 0u)
+  EXPECT_EQ(error_of([] { Tokenizer::deserialize("attn-tokenizer 1 sentencepiece\nnot a proto"); }),
+            "Tokenizer::deserialize: sentencepiece model: ModelProto: field 13 at offset 1 has wire type 6, expected 0 "
+            "(varint), 1 (64-bit), 2 (length-delimited) or 5 (32-bit)");
+  // Wire-format-valid bytes that are not a model still reach SentencePiece's own check.
+  const std::string e = error_of([] { Tokenizer::deserialize("attn-tokenizer 1 sentencepiece\n\x08\x01"); });
+  EXPECT_EQ(e.rfind("SentencePieceTokenizer: expected a serialized SentencePiece ModelProto (2 bytes), found: ", 0), 0u)
       << e;
+}
+
+namespace {
+
+std::string varint(uint64_t v) {
+  std::string s;
+  for (; v >= 0x80; v >>= 7) s += char(0x80 | (v & 0x7F));
+  return s + char(v);
+}
+
+// A small unigram model (pad 0, unk 1, bos 2, eos 3) with SentencePiece's normalization `rule`.
+std::unique_ptr<SentencePieceTokenizer> small_model(const std::string& rule) {
+  std::vector<std::string> s;
+  for (int i = 0; i < 30; ++i)
+    for (const char* x : {"In the beginning God created the heaven and the earth.",
+                          "Y la tierra estaba desordenada y vacía, y las tinieblas … sobre la haz del abismo.",
+                          "ﬁve ＦＵＬＬＷＩＤＴＨ letters ½ and ligatures"})
+      s.push_back(x + std::string(size_t(i % 3), ' ') + std::to_string(i));
+  SentencePieceOptions o;
+  o.vocab_size = 60;
+  o.normalization = rule;
+  o.num_threads = 1;
+  return SentencePieceTokenizer::train(s, o);
+}
+
+// `model` with a NormalizerSpec appended whose precompiled_charsmap is `charsmap` (protobuf merges
+// it over the model's own: the last value of a field wins).
+std::string with_charsmap(const SentencePieceTokenizer& model, const std::string& charsmap) {
+  const std::string spec = "\x12" + varint(charsmap.size()) + charsmap;
+  return model.serialize() + "\x1a" + varint(spec.size()) + spec;
+}
+
+// A charsmap: `units` (little-endian u32 each) and the replacement strings.
+std::string charsmap(const std::vector<uint32_t>& units, const std::string& strings) {
+  std::string b;
+  auto put = [&](uint32_t v) {
+    for (int k = 0; k < 4; ++k) b += char((v >> (8 * k)) & 0xFF);
+  };
+  put(uint32_t(units.size() * 4));
+  for (uint32_t u : units) put(u);
+  return b + strings;
+}
+
+}  // namespace
+
+// SentencePiece follows a model's normalization trie without bounds checks; deserialize checks the
+// wire format and every trie before a model gets there.
+TEST(Tokenizer, DeserializeRefusesHostileModels) {
+  // A length claiming 2^60 bytes.
+  EXPECT_EQ(error_of([] { Tokenizer::deserialize("attn-tokenizer 1 sentencepiece\n\x0a" + varint(uint64_t(1) << 60)); }),
+            "Tokenizer::deserialize: sentencepiece model: ModelProto: field 1 at offset 1 claims 1152921504606846976 "
+            "bytes, but only 0 remain");
+  EXPECT_EQ(error_of([] { Tokenizer::deserialize("attn-tokenizer 1 sentencepiece\n\x0a\xff\xff"); }),
+            "Tokenizer::deserialize: sentencepiece model: ModelProto: expected a varint, found the end of the bytes at "
+            "offset 3");
+  const auto model = small_model("identity");
+  const std::string where = "Tokenizer::deserialize: sentencepiece model: normalizer_spec.precompiled_charsmap: ";
+  // The root's offset leads out of a 256-unit array.
+  std::vector<uint32_t> units(256, 0);
+  units[0] = 512u << 10;
+  EXPECT_EQ(error_of([&] { Tokenizer::deserialize(with_charsmap(*model, charsmap(units, std::string(1, '\0')))); }),
+            where + "the trie reaches unit 512 of 256 (out of bounds)");
+  // A leaf whose value points past the replacement strings ('a' -> byte 353 of 1).
+  units[0] = 0;
+  units['a'] = 'a' | 0x100;
+  EXPECT_EQ(error_of([&] { Tokenizer::deserialize(with_charsmap(*model, charsmap(units, std::string(1, '\0')))); }),
+            where + "a leaf points at byte 353 of replacement strings 1 bytes long");
+  // An inner node (no leaf) whose child block lies past the array.
+  units['a'] = (1024u << 10) | 'a';
+  EXPECT_EQ(error_of([&] { Tokenizer::deserialize(with_charsmap(*model, charsmap(units, std::string(1, '\0')))); }),
+            where + "the trie reaches unit 1121 of 256 (out of bounds)");
+  // Strings that do not end with NUL; a trie size past the blob.
+  EXPECT_EQ(error_of([&] { Tokenizer::deserialize(with_charsmap(*model, charsmap({0}, "ab"))); }),
+            where + "expected the replacement strings to end with a NUL byte");
+  EXPECT_EQ(error_of([&] { Tokenizer::deserialize(with_charsmap(*model, std::string("\x10\0\0\0\0\0\0\0\0", 9))); }),
+            where + "expected a trie of whole 4-byte units followed by replacement strings within its 9 bytes, found a "
+                    "trie size of 16");
+  // Replacement strings and pieces must be UTF-8 (decode hands them on as text).
+  EXPECT_EQ(error_of([&] { Tokenizer::deserialize(with_charsmap(*model, charsmap({0}, std::string("\xe2\x2c\0", 3)))); }),
+            where + "expected replacement strings of valid UTF-8, found invalid UTF-8 at byte offset 0: bytes e2 2c "
+                    "(expected a continuation byte 80..bf at position 2 of a 3-byte sequence)");
+  const std::string piece = "\x0a\x07\x0a\x03\xe2\x2c\x81\x18\x01";   // pieces += {piece: e2 2c 81, type: NORMAL}
+  const std::string bad_piece = error_of([&] { Tokenizer::deserialize(model->serialize() + piece); });
+  EXPECT_EQ(bad_piece.rfind("SentencePieceTokenizer: expected pieces of valid UTF-8, piece 60 has invalid UTF-8 at byte "
+                            "offset 0: bytes e2 2c",
+                            0),
+            0u)
+      << bad_piece;
+  // SentencePiece's own tries pass, and the model encodes as before.
+  for (const char* rule : {"nmt_nfkc", "nfkc_cf"}) {
+    SCOPED_TRACE(rule);
+    const auto sp = small_model(rule);
+    const auto back = Tokenizer::deserialize(sp->serialize());
+    const std::string text = "ﬁve … ＦＵＬＬ ½ God";
+    EXPECT_EQ(back->encode(text), sp->encode(text));
+  }
 }
 
 TEST(SentencePiece, TrainRoundTripSerialize) {

@@ -5,12 +5,16 @@
 // bad input gets clear errors (an image checkpoint, empty text, invalid UTF-8) and an over-long
 // source is truncated with a warning.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <cstring>
 #include <filesystem>
 
 #include "attn/attn.h"
+#include "attn/io/base64.h"
+#include "attn/io/checkpoint.h"
 #include "attn/io/safetensors.h"
+#include "attn/text/tokenizer.h"
 #include "attn/train/tasks/image_classification.h"
 #include "attn/train/trainer.h"
 #include "attn/infer/translate.h"
@@ -123,6 +127,32 @@ TEST(Seq2SeqTrain, AnImageCheckpointIsRefusedClearly) {
   EXPECT_FALSE(infer::is_translation_checkpoint(path));
   const std::string e = error_of([&] { infer::load_translator(path); });
   EXPECT_NE(e.find("holds the image model 'mlp', not a translation model"), std::string::npos) << e;
+  std::filesystem::remove_all(dir);
+}
+
+// A translation checkpoint whose config does not match its weights is refused before any weight is
+// read, and the model it claims is built unfilled: a 60M-parameter config in a file of a few bytes
+// of tensors costs address space, not memory (the zero fill made all 240 MB resident).
+TEST(Seq2SeqTrain, CheckpointClaimingAnotherModelIsRefusedUnfilled) {
+  const std::string dir = tmp_dir("claims");
+  const std::string tok = io::base64_encode(text::CharTokenizer(U"ab").serialize());
+  auto load = [&](const nlohmann::json& config) {
+    const std::string path = dir + "/ckpt.safetensors";
+    io::write_checkpoint(path, {{"w", Tensor::zeros({2})}}, std::nullopt,
+                         {{"kind", "seq2seq"}, {"tokenizer", tok}, {"config", config}});
+    return error_of([&] { infer::load_translator(path); });
+  };
+  const nlohmann::json small = {{"model", "rnn-attention"}, {"vocab_size", 6}, {"emb_dim", 4}, {"hidden", 4},
+                                {"layers", 1}, {"dropout", 0.0}, {"max_length", 8}};
+  EXPECT_NE(load(small).find("load_translator: '" + dir + "/ckpt.safetensors' is for another model: "),
+            std::string::npos);
+  const nlohmann::json large = {{"model", "transformer"}, {"vocab_size", 6}, {"d_model", 1024}, {"nhead", 8},
+                                {"encoder_layers", 4}, {"decoder_layers", 4}, {"d_ff", 4096}};
+  rusage before{}, after{};
+  getrusage(RUSAGE_SELF, &before);
+  EXPECT_NE(load(large).find("is for another model"), std::string::npos);
+  getrusage(RUSAGE_SELF, &after);
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 100 * 1024) << "KB of peak RSS added";
   std::filesystem::remove_all(dir);
 }
 

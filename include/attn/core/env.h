@@ -8,8 +8,8 @@
 //   bool on = attn::env::parse_block_cache("0");           // false: a variable's rule on a given value
 //
 // The readers read the environment each time they are called; the code that uses a variable reads
-// it once (at the first tensor, the first kernel call, the first bf16 GEMM) or, for ATTN_VIT_CHUNK,
-// when a model is built. Every parser takes the value as a string, or null for "unset".
+// it once (at the first tensor, the first kernel call, the first bf16 GEMM, the first image or
+// compressed stream decoded) or, for ATTN_VIT_CHUNK, when a model is built. Every parser takes the value as a string, or null for "unset".
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -53,6 +53,16 @@ bool bf16_gemm_emulate();
 // negative value reads as 0, and so does one that does not start with a number (as atoll).
 std::optional<int64_t> parse_vit_chunk(const char* value);
 std::optional<int64_t> vit_chunk();
+// ATTN_MAX_IMAGE_PIXELS: the most pixels (width x height) an image file may claim, a count > 0
+// (data::set_max_image_pixels). Unset or empty: nullopt (data::kDefaultMaxImagePixels). Anything
+// else throws: a limit that silently falls back would hide a typo.
+std::optional<int64_t> parse_max_image_pixels(const char* value);
+std::optional<int64_t> max_image_pixels();
+// ATTN_MAX_INFLATED_BYTES: the most bytes one compressed stream (a gzip IDX file, a SWORD block)
+// may inflate to, a count > 0 (data::set_max_inflated_bytes). Unset or empty: nullopt
+// (data::kDefaultMaxInflatedBytes). Anything else throws.
+std::optional<int64_t> parse_max_inflated_bytes(const char* value);
+std::optional<int64_t> max_inflated_bytes();
 // The attn CLI re-runs itself once with OMP_WAIT_POLICY=PASSIVE when neither OMP_WAIT_POLICY nor
 // ATTN_NO_REEXEC is set (cli/main.cpp; libgomp reads the policy before main).
 bool cli_reexec_for_wait_policy();

@@ -15,6 +15,10 @@
 // "IDX file <what>: <problem>" (bad magic, unknown type code, truncated header, sizes overflow,
 // "truncated data: expected N bytes of data, found M", trailing data, gzip corrupt); the parser
 // never reads out of bounds and never inflates more than the header asks for (plus one byte).
+// Before inflating a gzip file's data, the size its header claims is checked against what the
+// compressed bytes can inflate to (deflate's 1032:1 at most) and against the inflated-size ceiling
+// (data::max_inflated_bytes(), attn/data/limits.h: 1 GiB unless raised, ATTN_MAX_INFLATED_BYTES);
+// the error names the limit and how to raise it. A plain file is as large as its data already.
 #pragma once
 #include <cstddef>
 #include <cstdint>

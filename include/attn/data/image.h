@@ -21,7 +21,19 @@
 // Errors: a missing, empty, truncated or corrupt file, or one that is neither PNG nor JPEG, throws
 // attn::Error naming the file and libpng's / libjpeg's reason, e.g.
 //   "image: cannot decode 'x.jpg': JPEG: Premature end of JPEG file". Never aborts.
-// Images over max_pixels (width * height) are refused before any pixel buffer is allocated.
+//
+// Hostile files (docs/design.md, "Input files"): an image whose header claims more pixels (width x
+// height) than max_pixels is refused before any buffer is allocated, e.g.
+//   "image: 'x.png' is 60000 x 60000 = 3600000000 pixels, over the image pixel limit of 67108864
+//    (ATTN_MAX_IMAGE_PIXELS); raise it with ATTN_MAX_IMAGE_PIXELS=<pixels> or
+//    attn::data::set_max_image_pixels(<pixels>)".
+// max_pixels 0 (the default) means data::max_image_pixels() (attn/data/limits.h: 2^26, 8192 x 8192,
+// unless raised). A PNG must also be able to hold its pixels: its pixel data is one zlib stream,
+// which inflates at most 1032:1, so a header that needs more than 1032 x the file's size is refused
+// as corrupt. Libpng keeps only the chunks decoding needs (IHDR, PLTE, tRNS, IDAT, IEND: text,
+// ICC and other ancillary chunks are skipped unread, and no chunk over 8 MB is allocated); JPEGs
+// must have 1, 3 or 4 components and libjpeg's buffers are capped (attn/data/limits.h). Scratch
+// buffers are not zero-filled, so a truncated file costs memory only for the rows that decoded.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -32,17 +44,16 @@
 
 namespace attn::data {
 
-inline constexpr int64_t kMaxImagePixels = int64_t(1) << 27;   // ~134 M pixels (PIL's bomb limit ~179 M)
-
 enum class ImageFormat { unknown, png, jpeg };
 // From the first bytes (PNG signature / JPEG SOI marker).
 ImageFormat sniff_image_format(const uint8_t* data, size_t size);
 
-// Decodes a PNG or JPEG file to u8 (H, W, C); channels as above (0, 1, 2, 3 or 4).
-Tensor read_image(const std::string& path, int64_t channels = 0, int64_t max_pixels = kMaxImagePixels);
+// Decodes a PNG or JPEG file to u8 (H, W, C); channels as above (0, 1, 2, 3 or 4). max_pixels: the
+// most pixels accepted for this call, 0 for data::max_image_pixels().
+Tensor read_image(const std::string& path, int64_t channels = 0, int64_t max_pixels = 0);
 // The same from memory; `name` is what error messages call the data.
 Tensor decode_image(const uint8_t* data, size_t size, int64_t channels = 0, const std::string& name = "<memory>",
-                    int64_t max_pixels = kMaxImagePixels);
+                    int64_t max_pixels = 0);
 
 // PIL's Image.convert between L (1), LA (2), RGB (3) and RGBA (4) on u8 (H, W, C) images.
 Tensor convert_channels(const Tensor& img, int64_t channels);

@@ -35,8 +35,11 @@
 //
 // Corrupt input (index sizes not a multiple of the record size, a block past the end of .bzz, an
 // entry pointing at a missing block or past the end of its block, an uncompressed size zlib cannot
-// reach from the compressed size, a bad zlib stream or a wrong inflated size) throws attn::Error
-// naming the module, file, record and what was expected and found. A module is not thread-safe
+// reach from the compressed size (over 1032:1), a bad zlib stream or a wrong inflated size) throws
+// attn::Error naming the module, file, record and what was expected and found. Every block's size
+// is checked when the module is opened, before anything is inflated: a block over the inflated-size
+// ceiling (data::max_inflated_bytes(), attn/data/limits.h, ATTN_MAX_INFLATED_BYTES) is refused
+// with an error naming the limit and how to raise it. A module is not thread-safe
 // (it caches the last inflated block); open one per thread.
 #pragma once
 #include <cstdint>

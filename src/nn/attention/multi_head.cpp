@@ -117,7 +117,9 @@ Layout layout_of(const MultiheadAttentionOptions& o) {
   return o.kdim == o.embed_dim && o.vdim == o.embed_dim ? Layout::packed : Layout::separate;
 }
 
-Tensor param_if(bool on, const Shape& s, DType dt) { return on ? Tensor::zeros(s, dt) : Tensor(); }
+// Left as allocated: reset_parameters writes every one (under SkipRandomInit(Fill::none) nothing
+// does, so a model built for a strict load touches no page of its projections).
+Tensor param_if(bool on, const Shape& s, DType dt) { return on ? Tensor::empty(s, dt) : Tensor(); }
 }  // namespace
 
 MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& o, Generator& g, Generator* dropout_gen)
