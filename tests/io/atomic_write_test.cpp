@@ -25,10 +25,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string& dir() {
-  static const std::string d = test::fresh_tmp_dir("attn_atomic_write_test", "files");
-  return d;
-}
 
 // Writer w's file: n floats equal to w, and w in the metadata.
 io::TensorList filled(int w, int64_t n) { return {{"w", Tensor::full({n}, double(w))}, {"b", Tensor::full({7}, double(w))}}; }
@@ -46,9 +42,24 @@ std::string check_whole(const std::string& path, int64_t n, int* writer) {
   return "";
 }
 
+// Each test's files in a fresh directory, removed when the test passes.
+class AtomicWrite : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = test::fresh_tmp_dir("attn_atomic_write_test", ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+};
+
 }  // namespace
 
-TEST(AtomicWrite, ConcurrentWritersToOnePathLeaveOneWholeFile) {
+TEST_F(AtomicWrite, ConcurrentWritersToOnePathLeaveOneWholeFile) {
   const std::string path = dir() + "/shared.safetensors";
   constexpr int kWriters = 4, kRounds = 25;
   constexpr int64_t kFloats = 1 << 18;   // 1 MiB: a write takes long enough to overlap
@@ -95,7 +106,7 @@ TEST(AtomicWrite, ConcurrentWritersToOnePathLeaveOneWholeFile) {
 }
 
 // Forked writers (separate processes, as two `attn` runs on one output) too.
-TEST(AtomicWrite, ConcurrentProcessesWritingOnePathLeaveOneWholeFile) {
+TEST_F(AtomicWrite, ConcurrentProcessesWritingOnePathLeaveOneWholeFile) {
   const std::string path = dir() + "/processes.safetensors";
   constexpr int64_t kFloats = 1 << 18;
   std::vector<io::TensorList> files;   // made here: a child starts no work of its own
@@ -120,7 +131,7 @@ TEST(AtomicWrite, ConcurrentProcessesWritingOnePathLeaveOneWholeFile) {
 // A full disk (RLIMIT_FSIZE in a child: writes past 256 KiB fail with EFBIG, for root too): writing a
 // 4 MiB checkpoint over a good one fails naming the path, the good one stays, no temporary is left,
 // and no descriptor leaks.
-TEST(AtomicWrite, DiskFullLeavesTheOldCheckpointAndNoTemporary) {
+TEST_F(AtomicWrite, DiskFullLeavesTheOldCheckpointAndNoTemporary) {
   const std::string path = dir() + "/checkpoint.safetensors";
   io::write_checkpoint(path, {{"w", Tensor::full({16}, 1.0)}}, std::nullopt, {{"train_state", {{"step", 1}}}});
   const std::string good = test::slurp(path);
@@ -144,7 +155,7 @@ TEST(AtomicWrite, DiskFullLeavesTheOldCheckpointAndNoTemporary) {
   EXPECT_TRUE(io::unfinished_writes(path).empty());
 }
 
-TEST(AtomicWrite, FailuresNameThePathLeaveNoTemporaryAndCloseTheirDescriptor) {
+TEST_F(AtomicWrite, FailuresNameThePathLeaveNoTemporaryAndCloseTheirDescriptor) {
   const size_t fds = test::open_descriptors();
   // The target is a directory: the rename fails, the directory stays, the temporary goes.
   const std::string target = dir() + "/a_directory";
@@ -168,7 +179,7 @@ TEST(AtomicWrite, FailuresNameThePathLeaveNoTemporaryAndCloseTheirDescriptor) {
   EXPECT_EQ(test::open_descriptors(), fds);
 }
 
-TEST(AtomicWrite, TemporariesAreUniqueAndOnlyKillsLeaveThem) {
+TEST_F(AtomicWrite, TemporariesAreUniqueAndOnlyKillsLeaveThem) {
   const std::string path = dir() + "/log.jsonl";
   io::write_file_atomic(path, "one\n");
   EXPECT_EQ(test::slurp(path), "one\n");
