@@ -122,7 +122,8 @@ TEST(Tokenizer, DeserializeErrors) {
   EXPECT_EQ(error_of([] { Tokenizer::deserialize("xyz"); }),
             "Tokenizer::deserialize: expected bytes starting with 'attn-tokenizer 1 ', found 'xyz'");
   EXPECT_EQ(error_of([] { Tokenizer::deserialize(std::string("\x89PNG\r\n\0", 7)); }),
-            "Tokenizer::deserialize: expected bytes starting with 'attn-tokenizer 1 ', found '\\x89PNG\\x0d\\x0a\\x00'");
+            "Tokenizer::deserialize: expected bytes starting with 'attn-tokenizer 1 ', found "
+            "'\\x89PNG\\x0d\\x0a\\x00'");
   EXPECT_EQ(error_of([] { Tokenizer::deserialize("attn-tokenizer 1 wordpiece\n"); }),
             "Tokenizer::deserialize: unknown tokenizer kind 'wordpiece', expected sentencepiece or char");
   EXPECT_EQ(error_of([] { Tokenizer::deserialize("attn-tokenizer 1 char\n\xC3"); }).substr(0, 69),
@@ -183,7 +184,8 @@ std::string charsmap(const std::vector<uint32_t>& units, const std::string& stri
 // wire format and every trie before a model gets there.
 TEST(Tokenizer, DeserializeRefusesHostileModels) {
   // A length claiming 2^60 bytes.
-  EXPECT_EQ(error_of([] { Tokenizer::deserialize("attn-tokenizer 1 sentencepiece\n\x0a" + varint(uint64_t(1) << 60)); }),
+  const std::string huge = "attn-tokenizer 1 sentencepiece\n\x0a" + varint(uint64_t(1) << 60);
+  EXPECT_EQ(error_of([&] { Tokenizer::deserialize(huge); }),
             "SentencePiece model: ModelProto: field 1 at offset 1 claims 1152921504606846976 "
             "bytes, but only 0 remain");
   EXPECT_EQ(error_of([] { Tokenizer::deserialize("attn-tokenizer 1 sentencepiece\n\x0a\xff\xff"); }),
@@ -212,7 +214,8 @@ TEST(Tokenizer, DeserializeRefusesHostileModels) {
             where + "expected a trie of whole 4-byte units followed by replacement strings within its 9 bytes, found a "
                     "trie size of 16");
   // Replacement strings and pieces must be UTF-8 (decode hands them on as text).
-  EXPECT_EQ(error_of([&] { Tokenizer::deserialize(with_charsmap(*model, charsmap({0}, std::string("\xe2\x2c\0", 3)))); }),
+  const std::string bad_strings = charsmap({0}, std::string("\xe2\x2c\0", 3));
+  EXPECT_EQ(error_of([&] { Tokenizer::deserialize(with_charsmap(*model, bad_strings)); }),
             where + "expected replacement strings of valid UTF-8, found invalid UTF-8 at byte offset 0: bytes e2 2c "
                     "(expected a continuation byte 80..bf at position 2 of a 3-byte sequence)");
   const std::string piece = "\x0a\x07\x0a\x03\xe2\x2c\x81\x18\x01";   // pieces += {piece: e2 2c 81, type: NORMAL}
