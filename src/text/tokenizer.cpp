@@ -39,6 +39,8 @@ void check_id(int64_t id, int64_t n, const char* who) {
   ATTN_CHECK(id >= 0 && id < n, who, ": expected token ids in [0, ", n, "), got ", id);
 }
 
+constexpr const char* kModelWhere = "SentencePiece model: ";
+
 // Up to `n` bytes of `s` for an error message: printable ASCII as is, the rest as \xNN.
 std::string shown(std::string_view s, size_t n) {
   std::string out;
@@ -62,8 +64,9 @@ std::string shown(std::string_view s, size_t n) {
 // a u32 trie size, a darts-clone double-array trie, then NUL-terminated replacement strings): it
 // follows the trie's offsets and leaf values without bounds checks, so a crafted model would make
 // encode() read outside the model. Before a model reaches SentencePiece, the protobuf wire format
-// is walked (every length checked against the bytes left) and each charsmap is checked: every node
-// the trie can reach from any input byte lies inside the array and every value inside the strings.
+// is walked (every length checked against the bytes left), each piece checked (non-empty, UTF-8,
+// unique) and each charsmap checked: every node the trie can reach from any input byte lies inside
+// the array, every value inside the strings, and the strings are UTF-8.
 
 struct Wire {
   std::string_view buf;
@@ -74,13 +77,13 @@ struct Wire {
   uint64_t varint() {
     uint64_t v = 0;
     for (int shift = 0; shift < 64; shift += 7) {
-      ATTN_CHECK(pos < buf.size(), "Tokenizer::deserialize: sentencepiece model: ", what,
+      ATTN_CHECK(pos < buf.size(), kModelWhere, what,
                  ": expected a varint, found the end of the bytes at offset ", pos);
       const auto b = uint8_t(buf[pos++]);
       v |= uint64_t(b & 0x7F) << shift;
       if (!(b & 0x80)) return v;
     }
-    fail("Tokenizer::deserialize: sentencepiece model: ", what, ": a varint longer than 10 bytes at offset ", pos);
+    fail(kModelWhere, what, ": a varint longer than 10 bytes at offset ", pos);
   }
   // Skips (or returns, for wire type 2) one field's value; `field` is its number.
   std::string_view value(uint64_t field, int wire) {
@@ -92,16 +95,16 @@ struct Wire {
       case 5: n = 4; break;
       case 2: {
         const uint64_t len = varint();
-        ATTN_CHECK(len <= buf.size() - pos, "Tokenizer::deserialize: sentencepiece model: ", what, ": field ", field,
+        ATTN_CHECK(len <= buf.size() - pos, kModelWhere, what, ": field ", field,
                    " at offset ", at, " claims ", len, " bytes, but only ", buf.size() - pos, " remain");
         n = size_t(len);
         break;
       }
       default:
-        fail("Tokenizer::deserialize: sentencepiece model: ", what, ": field ", field, " at offset ", at,
+        fail(kModelWhere, what, ": field ", field, " at offset ", at,
              " has wire type ", wire, ", expected 0 (varint), 1 (64-bit), 2 (length-delimited) or 5 (32-bit)");
     }
-    ATTN_CHECK(n <= buf.size() - pos, "Tokenizer::deserialize: sentencepiece model: ", what, ": field ", field,
+    ATTN_CHECK(n <= buf.size() - pos, kModelWhere, what, ": field ", field,
                " at offset ", at, " needs ", n, " bytes, but only ", buf.size() - pos, " remain");
     std::string_view v = buf.substr(pos, n);
     pos += n;
@@ -116,7 +119,7 @@ inline uint32_t unit_label(uint32_t u) { return u & ((1u << 31) | 0xFF); }
 inline uint32_t unit_offset(uint32_t u) { return (u >> 10) << ((u & (1u << 9)) >> 6); }
 
 void check_charsmap(std::string_view blob, const char* spec) {
-  const std::string where = detail::cat("Tokenizer::deserialize: sentencepiece model: ", spec, ".precompiled_charsmap");
+  const std::string where = detail::cat(kModelWhere, spec, ".precompiled_charsmap");
   ATTN_CHECK(blob.size() > 4, where, ": expected a 4-byte trie size, a trie and replacement strings, found ",
              blob.size(), " bytes");
   const uint32_t trie_bytes = uint32_t(uint8_t(blob[0])) | uint32_t(uint8_t(blob[1])) << 8 |
@@ -158,16 +161,34 @@ void check_charsmap(std::string_view blob, const char* spec) {
   }
 }
 
-// ModelProto: normalizer_spec = 3 and denormalizer_spec = 5 are NormalizerSpecs, whose
-// precompiled_charsmap is field 2. Every other field is left to protobuf.
+// One SentencePiece message of ModelProto.pieces (its piece = 1, the last one written wins): a
+// piece must be non-empty UTF-8 (decode() hands it on as text; SentencePiece's trie builder throws
+// its own exception type for an empty one) and appear once.
+void check_piece(std::string_view message, size_t index, std::unordered_map<std::string_view, size_t>& seen) {
+  Wire w{message, 0, "ModelProto.pieces"};
+  std::string_view piece;
+  while (!w.done()) {
+    const uint64_t k = w.varint();
+    const std::string_view v = w.value(k >> 3, int(k & 7));
+    if ((k >> 3) == 1 && (k & 7) == 2) piece = v;
+  }
+  ATTN_CHECK(!piece.empty(), kModelWhere, "piece ", index, " is empty");
+  if (const auto bad = find_utf8_problem(piece)) fail(kModelWhere, "piece ", index, " is not UTF-8: ", bad->message);
+  const auto [it, fresh] = seen.emplace(piece, index);
+  ATTN_CHECK(fresh, kModelWhere, "piece ", index, " ('", piece, "') repeats piece ", it->second);
+}
+
+// ModelProto: pieces = 1 (each checked above); normalizer_spec = 3 and denormalizer_spec = 5 are
+// NormalizerSpecs, whose precompiled_charsmap is field 2. Every other field is left to protobuf.
 void check_model_proto(std::string_view proto) {
   Wire top{proto, 0, "ModelProto"};
+  std::unordered_map<std::string_view, size_t> pieces;
   while (!top.done()) {
     const uint64_t key = top.varint();
     const uint64_t field = key >> 3;
-    ATTN_CHECK(field != 0, "Tokenizer::deserialize: sentencepiece model: ModelProto: field number 0 at offset ",
-               top.pos, " (not a protobuf message)");
+    ATTN_CHECK(field != 0, kModelWhere, "ModelProto: field number 0 at offset ", top.pos, " (not a protobuf message)");
     const std::string_view v = top.value(field, int(key & 7));
+    if (field == 1 && (key & 7) == 2) check_piece(v, pieces.size(), pieces);
     if ((field != 3 && field != 5) || (key & 7) != 2) continue;
     const char* spec = field == 3 ? "normalizer_spec" : "denormalizer_spec";
     Wire sub{v, 0, spec};
@@ -193,10 +214,7 @@ std::unique_ptr<Tokenizer> Tokenizer::deserialize(std::string bytes) {
              shown(std::string_view(bytes).substr(kMagic.size()), 32), "'");
   const std::string kind = bytes.substr(kMagic.size(), nl - kMagic.size());
   const std::string_view payload = std::string_view(bytes).substr(nl + 1);
-  if (kind == "sentencepiece") {
-    check_model_proto(payload);
-    return SentencePieceTokenizer::from_serialized_proto(payload);
-  }
+  if (kind == "sentencepiece") return SentencePieceTokenizer::from_serialized_proto(payload);
   // decode_utf8 checks the alphabet is UTF-8; at most one code point per byte is allocated.
   if (kind == "char") return std::make_unique<CharTokenizer>(decode_utf8(payload, "Tokenizer::deserialize: char alphabet"));
   fail("Tokenizer::deserialize: unknown tokenizer kind '", shown(kind, 32), "', expected sentencepiece or char");
@@ -252,19 +270,20 @@ std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::train(const std:
 }
 
 std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::from_serialized_proto(std::string_view proto) {
+  check_model_proto(proto);
   std::unique_ptr<SentencePieceTokenizer> t(new SentencePieceTokenizer());
-  const auto status = t->sp_->LoadFromSerializedProto(proto);
+  sentencepiece::util::Status status;
+  try {
+    status = t->sp_->LoadFromSerializedProto(proto);
+  } catch (const std::exception& e) {   // SentencePiece's own checks failing in an unforeseen way
+    fail("SentencePieceTokenizer: SentencePiece failed on a model of ", proto.size(), " bytes: ", e.what());
+  }
   ATTN_CHECK(status.ok(), "SentencePieceTokenizer: expected a serialized SentencePiece ModelProto (",
              proto.size(), " bytes), found: ", status.ToString());
   const auto& sp = *t->sp_;
   ATTN_CHECK(sp.pad_id() == kPadId && sp.unk_id() == kUnkId && sp.bos_id() == kBosId && sp.eos_id() == kEosId,
              "SentencePieceTokenizer: expected special ids pad 0, unk 1, bos 2, eos 3 (models/seq2seq.h), "
              "found pad ", sp.pad_id(), ", unk ", sp.unk_id(), ", bos ", sp.bos_id(), ", eos ", sp.eos_id());
-  // Pieces are protobuf strings, which SentencePiece does not check: decode() would hand a piece's
-  // bytes on as text.
-  for (int i = 0; i < sp.GetPieceSize(); ++i)
-    if (const auto bad = find_utf8_problem(sp.IdToPiece(i)))
-      fail("SentencePieceTokenizer: expected pieces of valid UTF-8, piece ", i, " has ", bad->message);
   t->proto_ = std::string(proto);
   return t;
 }

@@ -67,7 +67,8 @@ void png_chunk(std::vector<uint8_t>& png, const char* type, const std::vector<ui
   put_be32(png, at, uint32_t(data.size()));
   png.insert(png.end(), type, type + 4);
   png.insert(png.end(), data.begin(), data.end());
-  const uint32_t crc = uint32_t(crc32(crc32(0, reinterpret_cast<const Bytef*>(type), 4), data.data(), uInt(data.size())));
+  const uLong head = crc32(0, reinterpret_cast<const Bytef*>(type), 4);
+  const uint32_t crc = uint32_t(crc32(head, data.data(), uInt(data.size())));
   png.resize(png.size() + 4);
   put_be32(png, png.size() - 4, crc);
 }
@@ -249,8 +250,8 @@ TEST(Limits, GzipIdxOverTheInflatedCeilingIsRefused) {
   data::set_max_inflated_bytes(1000);
   EXPECT_EQ(error_of([&] { parse_idx_bytes(gz); }),
             "IDX file x.gz: the header claims 2000 bytes of data (sizes [2000] of 1-byte elements), over the "
-            "inflated-size limit of 1000 bytes (ATTN_MAX_INFLATED_BYTES); raise it with ATTN_MAX_INFLATED_BYTES=<bytes> "
-            "or attn::data::set_max_inflated_bytes(<bytes>)");
+            "inflated-size limit of 1000 bytes (ATTN_MAX_INFLATED_BYTES); raise it with "
+            "ATTN_MAX_INFLATED_BYTES=<bytes> or attn::data::set_max_inflated_bytes(<bytes>)");
   // An uncompressed file is already as large as its data: no ceiling applies.
   EXPECT_EQ(parse_idx_bytes(raw, "x.idx").numel(), 2000);
   // A stream longer than its header says stops one byte past it.
@@ -281,6 +282,6 @@ TEST(Limits, SwordBlocksAreBoundedBeforeInflating) {
   data::set_max_inflated_bytes(5000);
   EXPECT_EQ(module_claiming(5000), test::kNoError);
   EXPECT_EQ(module_claiming(5001), "m ot.bzs: block 0 claims 5001 bytes uncompressed, over the inflated-size limit of "
-                                   "5000 bytes (ATTN_MAX_INFLATED_BYTES); raise it with ATTN_MAX_INFLATED_BYTES=<bytes> "
-                                   "or attn::data::set_max_inflated_bytes(<bytes>)");
+                                   "5000 bytes (ATTN_MAX_INFLATED_BYTES); raise it with "
+                                   "ATTN_MAX_INFLATED_BYTES=<bytes> or attn::data::set_max_inflated_bytes(<bytes>)");
 }

@@ -122,13 +122,14 @@ TEST(Tokenizer, DeserializeErrors) {
   EXPECT_EQ(error_of([] { Tokenizer::deserialize("xyz"); }),
             "Tokenizer::deserialize: expected bytes starting with 'attn-tokenizer 1 ', found 'xyz'");
   EXPECT_EQ(error_of([] { Tokenizer::deserialize(std::string("\x89PNG\r\n\0", 7)); }),
-            "Tokenizer::deserialize: expected bytes starting with 'attn-tokenizer 1 ', found '\\x89PNG\\x0d\\x0a\\x00'");
+            "Tokenizer::deserialize: expected bytes starting with 'attn-tokenizer 1 ', found "
+            "'\\x89PNG\\x0d\\x0a\\x00'");
   EXPECT_EQ(error_of([] { Tokenizer::deserialize("attn-tokenizer 1 wordpiece\n"); }),
             "Tokenizer::deserialize: unknown tokenizer kind 'wordpiece', expected sentencepiece or char");
   EXPECT_EQ(error_of([] { Tokenizer::deserialize("attn-tokenizer 1 char\n\xC3"); }).substr(0, 69),
             "Tokenizer::deserialize: char alphabet: invalid UTF-8 at byte offset 0");
   EXPECT_EQ(error_of([] { Tokenizer::deserialize("attn-tokenizer 1 sentencepiece\nnot a proto"); }),
-            "Tokenizer::deserialize: sentencepiece model: ModelProto: field 13 at offset 1 has wire type 6, expected 0 "
+            "SentencePiece model: ModelProto: field 13 at offset 1 has wire type 6, expected 0 "
             "(varint), 1 (64-bit), 2 (length-delimited) or 5 (32-bit)");
   // Wire-format-valid bytes that are not a model still reach SentencePiece's own check.
   const std::string e = error_of([] { Tokenizer::deserialize("attn-tokenizer 1 sentencepiece\n\x08\x01"); });
@@ -183,14 +184,15 @@ std::string charsmap(const std::vector<uint32_t>& units, const std::string& stri
 // wire format and every trie before a model gets there.
 TEST(Tokenizer, DeserializeRefusesHostileModels) {
   // A length claiming 2^60 bytes.
-  EXPECT_EQ(error_of([] { Tokenizer::deserialize("attn-tokenizer 1 sentencepiece\n\x0a" + varint(uint64_t(1) << 60)); }),
-            "Tokenizer::deserialize: sentencepiece model: ModelProto: field 1 at offset 1 claims 1152921504606846976 "
+  const std::string huge = "attn-tokenizer 1 sentencepiece\n\x0a" + varint(uint64_t(1) << 60);
+  EXPECT_EQ(error_of([&] { Tokenizer::deserialize(huge); }),
+            "SentencePiece model: ModelProto: field 1 at offset 1 claims 1152921504606846976 "
             "bytes, but only 0 remain");
   EXPECT_EQ(error_of([] { Tokenizer::deserialize("attn-tokenizer 1 sentencepiece\n\x0a\xff\xff"); }),
-            "Tokenizer::deserialize: sentencepiece model: ModelProto: expected a varint, found the end of the bytes at "
+            "SentencePiece model: ModelProto: expected a varint, found the end of the bytes at "
             "offset 3");
   const auto model = small_model("identity");
-  const std::string where = "Tokenizer::deserialize: sentencepiece model: normalizer_spec.precompiled_charsmap: ";
+  const std::string where = "SentencePiece model: normalizer_spec.precompiled_charsmap: ";
   // The root's offset leads out of a 256-unit array.
   std::vector<uint32_t> units(256, 0);
   units[0] = 512u << 10;
@@ -212,16 +214,26 @@ TEST(Tokenizer, DeserializeRefusesHostileModels) {
             where + "expected a trie of whole 4-byte units followed by replacement strings within its 9 bytes, found a "
                     "trie size of 16");
   // Replacement strings and pieces must be UTF-8 (decode hands them on as text).
-  EXPECT_EQ(error_of([&] { Tokenizer::deserialize(with_charsmap(*model, charsmap({0}, std::string("\xe2\x2c\0", 3)))); }),
+  const std::string bad_strings = charsmap({0}, std::string("\xe2\x2c\0", 3));
+  EXPECT_EQ(error_of([&] { Tokenizer::deserialize(with_charsmap(*model, bad_strings)); }),
             where + "expected replacement strings of valid UTF-8, found invalid UTF-8 at byte offset 0: bytes e2 2c "
                     "(expected a continuation byte 80..bf at position 2 of a 3-byte sequence)");
   const std::string piece = "\x0a\x07\x0a\x03\xe2\x2c\x81\x18\x01";   // pieces += {piece: e2 2c 81, type: NORMAL}
-  const std::string bad_piece = error_of([&] { Tokenizer::deserialize(model->serialize() + piece); });
-  EXPECT_EQ(bad_piece.rfind("SentencePieceTokenizer: expected pieces of valid UTF-8, piece 60 has invalid UTF-8 at byte "
-                            "offset 0: bytes e2 2c",
-                            0),
-            0u)
-      << bad_piece;
+  EXPECT_EQ(error_of([&] { Tokenizer::deserialize(model->serialize() + piece); }),
+            "SentencePiece model: piece 60 is not UTF-8: invalid UTF-8 at byte offset 0: bytes e2 2c (expected a "
+            "continuation byte 80..bf at position 2 of a 3-byte sequence)");
+  // An empty piece (SentencePiece's trie builder throws its own exception type for it) and a repeated one.
+  const std::string empty_piece("\x0a\x04\x0a\x00\x18\x01", 6);
+  EXPECT_EQ(error_of([&] { Tokenizer::deserialize(model->serialize() + empty_piece); }),
+            "SentencePiece model: piece 60 is empty");
+  EXPECT_EQ(error_of([&] { Tokenizer::deserialize(model->serialize() + "\x0a\x07\x0a\x03<s>\x18\x01"); }),
+            "SentencePiece model: piece 60 ('<s>') repeats piece 2");
+  // The same checks for a model file.
+  const auto path = std::filesystem::temp_directory_path() / ("attn_bad_" + std::to_string(::getpid()) + ".model");
+  std::ofstream(path, std::ios::binary) << model->model_proto() << empty_piece;
+  EXPECT_EQ(error_of([&] { SentencePieceTokenizer::load(path.string()); }),
+            path.string() + ": SentencePiece model: piece 60 is empty");
+  std::filesystem::remove(path);
   // SentencePiece's own tries pass, and the model encodes as before.
   for (const char* rule : {"nmt_nfkc", "nfkc_cf"}) {
     SCOPED_TRACE(rule);

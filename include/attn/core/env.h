@@ -9,7 +9,8 @@
 //
 // The readers read the environment each time they are called; the code that uses a variable reads
 // it once (at the first tensor, the first kernel call, the first bf16 GEMM, the first image or
-// compressed stream decoded) or, for ATTN_VIT_CHUNK, when a model is built. Every parser takes the value as a string, or null for "unset".
+// compressed stream decoded) or, for ATTN_VIT_CHUNK, when a model is built. Every parser takes the
+// value as a string, or null for "unset".
 #pragma once
 #include <cstdint>
 #include <optional>
