@@ -4,7 +4,7 @@ built with the registry configs `attn bench --model` uses (DeiT = the same encod
 distillation token adds one token and one head, which this peer includes).
 
     /usr/bin/python3 bench/peers/vit_infer.py --model vit_base_patch16_224 --batch 1 --threads 2 [--iters 20]
-    [--dtype f32|bf16]
+    [--dtype f32|bf16] [--peer pytorch|onnxruntime]
 
 Prints one JSON line: latency median / p90 (ms), images/s. Run it with OMP_WAIT_POLICY=PASSIVE and
 without and keep the better figure (docs/design.md, "Peers in the benchmarks").
@@ -18,6 +18,8 @@ import time
 import torch
 import torch.nn as nn
 from torchvision.models.vision_transformer import VisionTransformer
+
+from ort_peer import time_onnxruntime
 
 # name: (patch, dim, depth, heads, mlp, distilled)
 CONFIGS = {
@@ -63,6 +65,8 @@ def main():
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--dtype", default="f32", choices=["f32", "bf16"])
+    ap.add_argument("--peer", default="pytorch", choices=["pytorch", "onnxruntime"],
+                    help="onnxruntime: the same model exported with torch.onnx.export, run by ort_peer.py (f32 only)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
@@ -76,6 +80,14 @@ def main():
     if a.dtype == "bf16":
         model = model.to(torch.bfloat16)
         x = x.to(torch.bfloat16)
+    if a.peer == "onnxruntime":
+        if a.dtype != "f32":
+            raise SystemExit("vit_infer.py: the ONNX Runtime peer runs f32 only")
+        r = time_onnxruntime(model, {"images": x}, ["logits"], threads=a.threads, iters=a.iters, warmup=a.warmup)
+        r.update({"model": a.model, "batch": a.batch, "dtype": a.dtype,
+                  "images_per_s": a.batch / (r["latency_ms"]["median"] / 1e3)})
+        print(json.dumps(r))
+        return
     times = []
     with torch.no_grad():
         for _ in range(a.warmup):
