@@ -46,52 +46,54 @@ Chars traced_utf8(std::string_view text, std::string_view what) {
   return out;
 }
 
-bool is_cjk(char32_t c) {
+bool is_cjk_ideograph(char32_t c) {
   return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x20000 && c <= 0x2A6DF) ||
          (c >= 0x2A700 && c <= 0x2B73F) || (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B820 && c <= 0x2CEAF) ||
          (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
 }
 
-bool is_punctuation(char32_t c) {
+bool is_bert_punctuation(char32_t c) {
   if ((c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) || (c >= 123 && c <= 126)) return true;
   const Category k = unicode::category(c);
   return k >= Category::Pc && k <= Category::Po;
 }
 
-bool is_control(char32_t c) {
+bool is_bert_control(char32_t c) {
   if (c == U'\t' || c == U'\n' || c == U'\r') return false;
   return unicode::category(c) >= Category::Cc;
 }
 
-bool is_whitespace(char32_t c) {
+bool is_bert_whitespace(char32_t c) {
   return c == U' ' || c == U'\t' || c == U'\n' || c == U'\r' || unicode::category(c) == Category::Zs;
 }
 
-std::string utf8_of(const Chars& s, size_t from = 0, size_t to = std::string::npos) {
+std::string chars_to_utf8(const Chars& s, size_t from = 0, size_t to = std::string::npos) {
   std::string out;
   to = std::min(to, s.size());
   for (size_t i = from; i < to; ++i) append_utf8(out, s[i].cp);
   return out;
 }
 
-bool matches_at(const Chars& s, size_t i, const std::u32string& token) {
+bool special_matches_at(const Chars& s, size_t i, const std::u32string& token) {
   if (token.empty() || s.size() - i < token.size()) return false;
   for (size_t k = 0; k < token.size(); ++k)
     if (s[i + k].cp != token[k]) return false;
   return true;
 }
 
-bool equals(const Chars& s, const std::u32string& token) { return s.size() == token.size() && matches_at(s, 0, token); }
+bool chars_equal(const Chars& s, const std::u32string& token) {
+  return s.size() == token.size() && special_matches_at(s, 0, token);
+}
 
 // BasicTokenizer._clean_text and _tokenize_chinese_chars, then NFC.
-Chars clean(const Chars& in, bool chinese) {
+Chars bert_clean(const Chars& in, bool chinese) {
   Chars out;
   out.reserve(in.size());
   for (const TracedChar& c : in) {
-    if (c.cp == 0 || c.cp == 0xFFFD || is_control(c.cp)) continue;
-    if (is_whitespace(c.cp)) {
+    if (c.cp == 0 || c.cp == 0xFFFD || is_bert_control(c.cp)) continue;
+    if (is_bert_whitespace(c.cp)) {
       out.push_back({U' ', c.begin, c.end});
-    } else if (chinese && is_cjk(c.cp)) {
+    } else if (chinese && is_cjk_ideograph(c.cp)) {
       out.push_back({U' ', c.begin, c.end});
       out.push_back(c);
       out.push_back({U' ', c.begin, c.end});
@@ -103,7 +105,7 @@ Chars clean(const Chars& in, bool chinese) {
 }
 
 // str.split(): the runs between whitespace.
-std::vector<Chars> split_spaces(const Chars& s) {
+std::vector<Chars> split_on_spaces(const Chars& s) {
   std::vector<Chars> words;
   Chars cur;
   for (const TracedChar& c : s) {
@@ -119,7 +121,7 @@ std::vector<Chars> split_spaces(const Chars& s) {
 }
 
 // Every character lowered on its own: each keeps its span.
-Chars lower_each(const Chars& s) {
+Chars lower_chars(const Chars& s) {
   Chars out;
   out.reserve(s.size());
   for (const TracedChar& c : s)
@@ -127,7 +129,7 @@ Chars lower_each(const Chars& s) {
   return out;
 }
 
-Chars strip_accents(const Chars& s) {
+Chars strip_mn(const Chars& s) {
   Chars out;
   for (const TracedChar& c : unicode::nfd(s))
     if (unicode::category(c.cp) != Category::Mn) out.push_back(c);
@@ -135,10 +137,10 @@ Chars strip_accents(const Chars& s) {
 }
 
 // _run_split_on_punc, then the split on whitespace of " ".join(...).split().
-void split_punctuation(const Chars& word, std::vector<Chars>& out) {
+void split_on_punctuation(const Chars& word, std::vector<Chars>& out) {
   Chars cur;
   for (const TracedChar& c : word) {
-    if (is_punctuation(c.cp) || unicode::is_space(c.cp)) {
+    if (is_bert_punctuation(c.cp) || unicode::is_space(c.cp)) {
       if (!cur.empty()) out.push_back(std::move(cur));
       cur.clear();
       if (!unicode::is_space(c.cp)) out.push_back(Chars{c});
@@ -149,7 +151,7 @@ void split_punctuation(const Chars& word, std::vector<Chars>& out) {
   if (!cur.empty()) out.push_back(std::move(cur));
 }
 
-std::string replace_all(std::string s, std::string_view from, std::string_view to) {
+std::string replace_every(std::string s, std::string_view from, std::string_view to) {
   std::string out;
   size_t i = 0;
   while (true) {
@@ -164,7 +166,7 @@ std::string replace_all(std::string s, std::string_view from, std::string_view t
 }
 
 // str.strip(): whitespace off both ends.
-std::string strip_spaces(const std::string& s) {
+std::string strip_py_spaces(const std::string& s) {
   const std::u32string cps = decode_utf8(s, "decoded text");
   size_t b = 0, e = cps.size();
   while (b < e && unicode::is_space(cps[b])) ++b;
@@ -172,7 +174,7 @@ std::string strip_spaces(const std::string& s) {
   return encode_utf8(std::u32string_view(cps).substr(b, e - b));
 }
 
-std::string read_file(const std::string& path, const char* what) {
+std::string read_whole_file(const std::string& path, const char* what) {
   std::ifstream f(path, std::ios::binary);
   ATTN_CHECK(f.good(), "BertTokenizer: cannot open the ", what, " '", path, "'");
   std::ostringstream ss;
@@ -180,7 +182,7 @@ std::string read_file(const std::string& path, const char* what) {
   return ss.str();
 }
 
-std::string special_of(const nlohmann::json& j, const std::string& key, const std::string& fallback,
+std::string config_special(const nlohmann::json& j, const std::string& key, const std::string& fallback,
                        std::string_view what) {
   if (!j.contains(key) || j[key].is_null()) return fallback;
   const nlohmann::json& v = j[key];
@@ -189,7 +191,7 @@ std::string special_of(const nlohmann::json& j, const std::string& key, const st
   fail(what, ": key \"", key, "\": expected a string or an object with a string \"content\", found ", describe_json(v));
 }
 
-bool bool_of(const nlohmann::json& j, const std::string& key, bool fallback, std::string_view what) {
+bool config_bool(const nlohmann::json& j, const std::string& key, bool fallback, std::string_view what) {
   if (!j.contains(key)) return fallback;
   ATTN_CHECK(j[key].is_boolean(), what, ": key \"", key, "\": expected true or false, found ", describe_json(j[key]));
   return j[key].get<bool>();
@@ -206,12 +208,12 @@ BertTokenizerConfig BertTokenizerConfig::from_json(std::string_view json_text, s
   }
   ATTN_CHECK(j.is_object(), what, ": expected a JSON object, found ", describe_json(j));
   BertTokenizerConfig c;
-  c.do_lower_case = bool_of(j, "do_lower_case", c.do_lower_case, what);
+  c.do_lower_case = config_bool(j, "do_lower_case", c.do_lower_case, what);
   if (j.contains("strip_accents") && !j["strip_accents"].is_null())
-    c.strip_accents = bool_of(j, "strip_accents", false, what);
-  c.tokenize_chinese_chars = bool_of(j, "tokenize_chinese_chars", c.tokenize_chinese_chars, what);
-  c.clean_up_tokenization_spaces = bool_of(j, "clean_up_tokenization_spaces", c.clean_up_tokenization_spaces, what);
-  ATTN_CHECK(bool_of(j, "do_basic_tokenize", true, what), what,
+    c.strip_accents = config_bool(j, "strip_accents", false, what);
+  c.tokenize_chinese_chars = config_bool(j, "tokenize_chinese_chars", c.tokenize_chinese_chars, what);
+  c.clean_up_tokenization_spaces = config_bool(j, "clean_up_tokenization_spaces", c.clean_up_tokenization_spaces, what);
+  ATTN_CHECK(config_bool(j, "do_basic_tokenize", true, what), what,
              ": do_basic_tokenize false (WordPiece on raw text) is not supported");
   if (j.contains("never_split") && !j["never_split"].is_null())
     ATTN_CHECK(j["never_split"].is_array() && j["never_split"].empty(), what,
@@ -224,11 +226,11 @@ BertTokenizerConfig BertTokenizerConfig::from_json(std::string_view json_text, s
     c.model_max_length = v >= 0x1p62 ? std::numeric_limits<int64_t>::max()
                          : m.is_number_integer() ? m.get<int64_t>() : int64_t(v);
   }
-  c.unk_token = special_of(j, "unk_token", c.unk_token, what);
-  c.sep_token = special_of(j, "sep_token", c.sep_token, what);
-  c.pad_token = special_of(j, "pad_token", c.pad_token, what);
-  c.cls_token = special_of(j, "cls_token", c.cls_token, what);
-  c.mask_token = special_of(j, "mask_token", c.mask_token, what);
+  c.unk_token = config_special(j, "unk_token", c.unk_token, what);
+  c.sep_token = config_special(j, "sep_token", c.sep_token, what);
+  c.pad_token = config_special(j, "pad_token", c.pad_token, what);
+  c.cls_token = config_special(j, "cls_token", c.cls_token, what);
+  c.mask_token = config_special(j, "mask_token", c.mask_token, what);
   return c;
 }
 
@@ -253,8 +255,9 @@ std::vector<std::string> BertTokenizer::parse_vocab(std::string_view text, std::
 
 BertTokenizer BertTokenizer::from_files(const std::string& vocab_path, const std::string& config_path) {
   BertTokenizerConfig config;
-  if (!config_path.empty()) config = BertTokenizerConfig::from_json(read_file(config_path, "config"), config_path);
-  return BertTokenizer(parse_vocab(read_file(vocab_path, "vocabulary"), vocab_path), config);
+  if (!config_path.empty())
+    config = BertTokenizerConfig::from_json(read_whole_file(config_path, "config"), config_path);
+  return BertTokenizer(parse_vocab(read_whole_file(vocab_path, "vocabulary"), vocab_path), config);
 }
 
 BertTokenizer::BertTokenizer(std::vector<std::string> vocab, BertTokenizerConfig config)
@@ -276,7 +279,12 @@ BertTokenizer::BertTokenizer(std::vector<std::string> vocab, BertTokenizerConfig
     if (!index_.count(s)) missing += (missing.empty() ? "" : ", ") + s;
   ATTN_CHECK(missing.empty(), "BertTokenizer: the vocabulary (", vocab_.size(),
              " tokens) lacks the special tokens ", missing);
-  for (const auto& s : specials_) ATTN_CHECK(!s.empty() && is_valid_utf8(s), "BertTokenizer: a special token is empty");
+  for (size_t i = 0; i < vocab_.size(); ++i)
+    if (auto p = find_utf8_problem(vocab_[i])) fail("BertTokenizer: vocabulary line ", i + 1, ": ", p->message);
+  for (const auto& s : specials_) {
+    ATTN_CHECK(!s.empty(), "BertTokenizer: expected non-empty special tokens, got an empty one");
+    special_cps_.push_back(decode_utf8(s));
+  }
   unk_id_ = index_.at(config_.unk_token);
   sep_id_ = index_.at(config_.sep_token);
   pad_id_ = index_.at(config_.pad_token);
@@ -317,7 +325,7 @@ void BertTokenizer::wordpiece(const Chars& word, std::vector<BertToken>& out) co
     return;
   }
   // Byte offsets of each character in the word's UTF-8.
-  const std::string utf8 = utf8_of(word);
+  const std::string utf8 = chars_to_utf8(word);
   std::vector<size_t> at(n + 1, 0);
   for (size_t k = 0; k < n; ++k) {
     std::string one;
@@ -351,15 +359,15 @@ void BertTokenizer::wordpiece(const Chars& word, std::vector<BertToken>& out) co
 
 std::vector<BertToken> BertTokenizer::tokenize(std::string_view text) const {
   const Chars in = traced_utf8(text, "BertTokenizer: text");
-  std::vector<std::u32string> specials;
-  for (const auto& s : specials_) specials.push_back(decode_utf8(s));
+  const std::vector<std::u32string>& specials = special_cps_;
   // PreTrainedTokenizer.tokenize: uncased, each character is lowered on its own except inside
   // special tokens written in the text (its regex "(special|...)|(.+?)", whose "." skips \n).
   Chars lowered;
   if (config_.do_lower_case) {
     lowered.reserve(in.size());
     for (size_t i = 0; i < in.size();) {
-      const auto sp = std::find_if(specials.begin(), specials.end(), [&](const auto& s) { return matches_at(in, i, s); });
+      const auto sp = std::find_if(specials.begin(), specials.end(),
+                                   [&](const auto& s) { return special_matches_at(in, i, s); });
       if (sp != specials.end()) {
         lowered.insert(lowered.end(), in.begin() + ptrdiff_t(i), in.begin() + ptrdiff_t(i + sp->size()));
         i += sp->size();
@@ -382,7 +390,7 @@ std::vector<BertToken> BertTokenizer::tokenize(std::string_view text) const {
   for (size_t i = 0; i < s.size();) {
     size_t best = 0, which = 0;
     for (size_t k = 0; k < specials.size(); ++k)
-      if (specials[k].size() > best && matches_at(s, i, specials[k])) best = specials[k].size(), which = k;
+      if (specials[k].size() > best && special_matches_at(s, i, specials[k])) best = specials[k].size(), which = k;
     if (best == 0) {
       piece.push_back(s[i++]);
       continue;
@@ -399,15 +407,15 @@ std::vector<BertToken> BertTokenizer::tokenize(std::string_view text) const {
 void BertTokenizer::basic(const Chars& piece, const std::vector<std::u32string>& specials,
                           std::vector<BertToken>& out) const {
   std::vector<Chars> words;
-  for (Chars& word : split_spaces(clean(piece, config_.tokenize_chinese_chars))) {
+  for (Chars& word : split_on_spaces(bert_clean(piece, config_.tokenize_chinese_chars))) {
     // never_split (all special tokens): kept as they are.
-    if (std::any_of(specials.begin(), specials.end(), [&](const auto& sp) { return equals(word, sp); })) {
+    if (std::any_of(specials.begin(), specials.end(), [&](const auto& sp) { return chars_equal(word, sp); })) {
       words.push_back(std::move(word));
       continue;
     }
-    if (config_.do_lower_case) word = lower_each(word);
-    if (config_.strips_accents()) word = strip_accents(word);
-    split_punctuation(word, words);
+    if (config_.do_lower_case) word = lower_chars(word);
+    if (config_.strips_accents()) word = strip_mn(word);
+    split_on_punctuation(word, words);
   }
   for (const Chars& w : words) wordpiece(w, out);
 }
@@ -463,7 +471,7 @@ BertEncoding BertTokenizer::build(std::vector<BertToken> a, std::optional<std::v
 
 namespace {
 
-void pad_to(BertEncoding& e, size_t n, int64_t pad_id) {
+void pad_encoding(BertEncoding& e, size_t n, int64_t pad_id) {
   while (e.ids.size() < n) {
     e.ids.push_back(pad_id);
     e.token_type_ids.push_back(0);
@@ -473,13 +481,13 @@ void pad_to(BertEncoding& e, size_t n, int64_t pad_id) {
   }
 }
 
-void pad_batch(std::vector<BertEncoding>& batch, const BertEncodeOptions& o, int64_t max_length, int64_t pad_id) {
+void pad_encodings(std::vector<BertEncoding>& batch, const BertEncodeOptions& o, int64_t max_length, int64_t pad_id) {
   size_t n = 0;
   if (o.padding == BertPadding::longest)
     for (const auto& e : batch) n = std::max(n, e.size());
   else if (o.padding == BertPadding::max_length)
     n = size_t(max_length);
-  for (auto& e : batch) pad_to(e, n, pad_id);
+  for (auto& e : batch) pad_encoding(e, n, pad_id);
 }
 
 }  // namespace
@@ -487,14 +495,15 @@ void pad_batch(std::vector<BertEncoding>& batch, const BertEncodeOptions& o, int
 BertEncoding BertTokenizer::encode(std::string_view text, const BertEncodeOptions& options) const {
   std::vector<BertEncoding> one;
   one.push_back(build(tokenize(text), std::nullopt, options));
-  pad_batch(one, options, options.max_length >= 0 ? options.max_length : config_.model_max_length, pad_id_);
+  pad_encodings(one, options, options.max_length >= 0 ? options.max_length : config_.model_max_length, pad_id_);
   return std::move(one[0]);
 }
 
-BertEncoding BertTokenizer::encode_pair(std::string_view a, std::string_view b, const BertEncodeOptions& options) const {
+BertEncoding BertTokenizer::encode_pair(std::string_view a, std::string_view b,
+                                        const BertEncodeOptions& options) const {
   std::vector<BertEncoding> one;
   one.push_back(build(tokenize(a), tokenize(b), options));
-  pad_batch(one, options, options.max_length >= 0 ? options.max_length : config_.model_max_length, pad_id_);
+  pad_encodings(one, options, options.max_length >= 0 ? options.max_length : config_.model_max_length, pad_id_);
   return std::move(one[0]);
 }
 
@@ -503,23 +512,23 @@ std::vector<BertEncoding> BertTokenizer::encode_batch(const std::vector<std::str
   std::vector<BertEncoding> out;
   out.reserve(texts.size());
   for (const auto& t : texts) out.push_back(build(tokenize(t), std::nullopt, options));
-  pad_batch(out, options, options.max_length >= 0 ? options.max_length : config_.model_max_length, pad_id_);
+  pad_encodings(out, options, options.max_length >= 0 ? options.max_length : config_.model_max_length, pad_id_);
   return out;
 }
 
-std::vector<BertEncoding> BertTokenizer::encode_pair_batch(const std::vector<std::pair<std::string, std::string>>& pairs,
-                                                           const BertEncodeOptions& options) const {
+std::vector<BertEncoding> BertTokenizer::encode_pair_batch(
+    const std::vector<std::pair<std::string, std::string>>& pairs, const BertEncodeOptions& options) const {
   std::vector<BertEncoding> out;
   out.reserve(pairs.size());
   for (const auto& [a, b] : pairs) out.push_back(build(tokenize(a), tokenize(b), options));
-  pad_batch(out, options, options.max_length >= 0 ? options.max_length : config_.model_max_length, pad_id_);
+  pad_encodings(out, options, options.max_length >= 0 ? options.max_length : config_.model_max_length, pad_id_);
   return out;
 }
 
 std::string BertTokenizer::convert_tokens_to_string(const std::vector<std::string>& tokens) const {
   std::string joined;
   for (size_t i = 0; i < tokens.size(); ++i) joined += (i ? " " : "") + tokens[i];
-  return strip_spaces(replace_all(std::move(joined), " ##", ""));
+  return strip_py_spaces(replace_every(std::move(joined), " ##", ""));
 }
 
 std::string BertTokenizer::decode(const std::vector<int64_t>& ids, bool skip_special_tokens) const {
@@ -535,7 +544,7 @@ std::string BertTokenizer::decode(const std::vector<int64_t>& ids, bool skip_spe
   static const std::pair<const char*, const char*> kRules[] = {
       {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"},
       {" 'm", "'m"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
-  for (const auto& [from, to] : kRules) s = replace_all(std::move(s), from, to);
+  for (const auto& [from, to] : kRules) s = replace_every(std::move(s), from, to);
   return s;
 }
 

@@ -22,6 +22,7 @@
 using namespace attn;
 using namespace attn::text;
 using test::error_of;
+using namespace std::string_literals;
 
 namespace {
 
@@ -40,8 +41,10 @@ std::vector<std::string> edge_texts() {
       "naïve café résumé Ångström crème brûlée", "Straße ŒUVRE ǅemal ﬁne",
       "İstanbul ΣΑΣ ΟΔΟΣ. σοφός ς", "e\xcc\x81 a\xcc\x8a\xcc\x81 \xe1\xba\xa1\xcc\x82",
       "中文字符 你好，世界！ 漢字 𠀀𪜀 豈", "한국어 텍스트 안녕하세요", "ひらがな カタカナ ｶﾀｶﾅ", "emoji 😀👍🏽 👨‍👩‍👧 🇩🇪 ❤️",
-      "tab\there\nnew\r\nline\x0bvt\x0c ff\x1c fs \xc2\x85 nel", "zero\xe2\x80\x8bwidth soft\xc2\xadhyphen bom\xef\xbb\xbf!",
-      "nul\x00byte rep\xef\xbf\xbdlacement", "nbsp\xc2\xa0x\xe3\x80\x80ideo\xe2\x80\xa8ls\xe2\x80\xa9ps\xe2\x80\x83em",
+      "tab\there\nnew\r\nline\x0bvt\x0c ff\x1c fs \xc2\x85 nel",
+      "zero\xe2\x80\x8bwidth soft\xc2\xadhyphen bom\xef\xbb\xbf!",
+      "nul\x00" "byte rep\xef\xbf\xbdlacement"s,
+      "nbsp\xc2\xa0x\xe3\x80\x80ideo\xe2\x80\xa8ls\xe2\x80\xa9ps\xe2\x80\x83" "em",
       "1234567890 3.14159 1,000,000 2021-03-25 ＄１２３", "isn't it? \"quoted\" (paren) [brack] {brace} a/b\\c",
       "Ελληνικά Русский текст עברית العربية हिन्दी ไทย ქართული",
       std::string(99, 'a'), std::string(100, 'b'), std::string(101, 'c'), std::string(150, 'x') + " ok",
@@ -291,9 +294,10 @@ TEST(BertTokenizer, OffsetsAreByteSpansOfTheOriginalText) {
   const BertEncoding e = t.encode(s);
   ASSERT_EQ(e.ids.size(), e.offsets.size());
   std::vector<std::string> spans;
-  for (size_t i = 0; i < e.ids.size(); ++i) spans.push_back(s.substr(e.offsets[i].first, e.offsets[i].second - e.offsets[i].first));
+  for (const auto& [begin, end] : e.offsets) spans.push_back(s.substr(begin, end - begin));
   // [CLS] hello , world ! [MASK] e 中 文 un ##aff ##able [SEP]: each token's span before lowering and NFD
-  const std::vector<std::string> want = {"", "Hello", ",", "wörld", "!", "[MASK]", "é", "中", "文", "un", "aff", "able", ""};
+  const std::vector<std::string> want = {"",  "Hello", ",",  "wörld", "!",    "[MASK]", "é",
+                                         "中", "文",    "un", "aff",   "able", ""};
   EXPECT_EQ(spans, want);
   EXPECT_EQ(e.special_tokens_mask.front(), 1);
   EXPECT_EQ(e.special_tokens_mask[1], 0);
@@ -336,8 +340,12 @@ TEST(BertTokenizer, VocabularyErrorsNameTheTokens) {
   EXPECT_EQ(error_of([&] { BertTokenizer t(no_mask); }),
             "BertTokenizer: the vocabulary (4 tokens) lacks the special tokens [SEP], [MASK]");
   EXPECT_EQ(error_of([&] { BertTokenizer::parse_vocab("a\nb\xc3\n", "v.txt"); }),
-            "v.txt: line 2 (byte offset 3): invalid UTF-8 at byte offset 1: bytes c3 0a (expected a continuation "
-            "byte 80..bf at position 2 of a 2-byte sequence)");
+            "v.txt line 2: invalid UTF-8 at byte offset 3: bytes c3 0a (expected a continuation byte 80..bf at "
+            "position 2 of a 2-byte sequence)");
+  auto bad = small_vocab();
+  bad[5] = "u\xff";
+  EXPECT_NE(error_of([&] { BertTokenizer t(bad); }).find("BertTokenizer: vocabulary line 6: invalid UTF-8 at byte offset 1"),
+            std::string::npos);
   EXPECT_EQ(BertTokenizer::parse_vocab("a\r\nb\rc\n\nd"), (std::vector<std::string>{"a", "b", "c", "", "d"}));
   EXPECT_NE(error_of([] { BertTokenizer::from_files("/no/such/vocab.txt"); }).find("cannot open"), std::string::npos);
   const BertTokenizer t(small_vocab());
@@ -354,7 +362,8 @@ TEST(BertTokenizer, ConfigFromHuggingFaceJson) {
   EXPECT_FALSE(c.strips_accents());
   EXPECT_EQ(c.model_max_length, std::numeric_limits<int64_t>::max());
   EXPECT_EQ(c.mask_token, "[MASK]");
-  const auto d = BertTokenizerConfig::from_json(R"({"do_lower_case": true, "model_max_length": 512, "strip_accents": false})");
+  const auto d =
+      BertTokenizerConfig::from_json(R"({"do_lower_case": true, "model_max_length": 512, "strip_accents": false})");
   EXPECT_TRUE(d.do_lower_case);
   EXPECT_FALSE(d.strips_accents());
   EXPECT_EQ(d.model_max_length, 512);

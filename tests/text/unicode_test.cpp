@@ -117,8 +117,9 @@ TEST(Unicode, NfdNfcOfRandomStrings) {
     lens.push_back(n);
     strings.push_back(str);
   }
-  const auto ref = test::torch_ref("unicode_data.strings", {{"cps", Tensor::from_vector<int64_t>(cps, {int64_t(cps.size())})},
-                                                             {"lens", Tensor::from_vector<int64_t>(lens, {int64_t(lens.size())})}});
+  const auto ref = test::torch_ref("unicode_data.strings",
+                                   {{"cps", Tensor::from_vector<int64_t>(cps, {int64_t(cps.size())})},
+                                    {"lens", Tensor::from_vector<int64_t>(lens, {int64_t(lens.size())})}});
   for (const char* form : {"nfd", "nfc"}) {
     const auto flat = longs(ref.at(std::string(form) + "_flat")), len = longs(ref.at(std::string(form) + "_len"));
     size_t at = 0;

@@ -138,6 +138,7 @@ class BertTokenizer {
   std::unordered_map<std::string, int64_t, Hash, std::equal_to<>> index_;
   BertTokenizerConfig config_;
   std::vector<std::string> specials_;   // Hugging Face's all_special_tokens order: unk sep pad cls mask
+  std::vector<std::u32string> special_cps_;   // the same, as code points
   int64_t unk_id_ = 0, cls_id_ = 0, sep_id_ = 0, pad_id_ = 0, mask_id_ = 0;
   size_t max_token_bytes_ = 0;          // the longest vocabulary entry: longer pieces are not looked up
 
