@@ -525,6 +525,24 @@ std::vector<BertEncoding> BertTokenizer::encode_pair_batch(
   return out;
 }
 
+BertInputs to_inputs(const std::vector<BertEncoding>& batch) {
+  ATTN_CHECK(!batch.empty(), "to_inputs: expected at least one encoding, got an empty batch");
+  const size_t t = batch[0].size();
+  std::vector<int64_t> ids, types, mask;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const BertEncoding& e = batch[i];
+    ATTN_CHECK(e.size() == t && e.token_type_ids.size() == t && e.attention_mask.size() == t,
+               "to_inputs: expected every encoding to have ", t, " tokens (pad the batch), encoding ", i, " has ",
+               e.size());
+    ids.insert(ids.end(), e.ids.begin(), e.ids.end());
+    types.insert(types.end(), e.token_type_ids.begin(), e.token_type_ids.end());
+    mask.insert(mask.end(), e.attention_mask.begin(), e.attention_mask.end());
+  }
+  const Shape shape = {int64_t(batch.size()), int64_t(t)};
+  return {Tensor::from_vector<int64_t>(ids, shape), Tensor::from_vector<int64_t>(types, shape),
+          Tensor::from_vector<int64_t>(mask, shape)};
+}
+
 std::string BertTokenizer::convert_tokens_to_string(const std::vector<std::string>& tokens) const {
   std::string joined;
   for (size_t i = 0; i < tokens.size(); ++i) joined += (i ? " " : "") + tokens[i];

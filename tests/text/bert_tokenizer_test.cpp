@@ -387,3 +387,20 @@ TEST(BertTokenizer, DecodeJoinsContinuationsAndCleansSpaces) {
   EXPECT_EQ(t.decode(e.ids, true), "unaffable, isn't it?");
   EXPECT_EQ(t.convert_tokens_to_string({"un", "##aff", "##able", "!"}), "unaffable !");
 }
+
+TEST(BertTokenizer, BatchToModelInputs) {
+  const BertTokenizer t(small_vocab());
+  BertEncodeOptions o;
+  o.padding = BertPadding::longest;
+  const auto batch = t.encode_pair_batch({{"hello", "world"}, {"hello world run", "the"}}, o);
+  const BertInputs in = to_inputs(batch);
+  EXPECT_EQ(in.input_ids.shape(), (Shape{2, 7}));
+  EXPECT_EQ(in.input_ids.dtype(), DType::i64);
+  EXPECT_EQ(in.input_ids.to_vector<int64_t>(),
+            (std::vector<int64_t>{2, 9, 3, 10, 3, 0, 0, 2, 9, 10, 13, 3, 14, 3}));
+  EXPECT_EQ(in.token_type_ids.to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1, 1}));
+  EXPECT_EQ(in.attention_mask.to_vector<int64_t>(), (std::vector<int64_t>{1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1, 1}));
+  EXPECT_EQ(error_of([&] { to_inputs(t.encode_batch({"hello", "hello world"})); }),
+            "to_inputs: expected every encoding to have 3 tokens (pad the batch), encoding 1 has 4");
+  EXPECT_EQ(error_of([] { to_inputs({}); }), "to_inputs: expected at least one encoding, got an empty batch");
+}

@@ -11,6 +11,7 @@
 //   auto p = tok.encode_pair("The man went to the [MASK].", "He bought milk.");   // types 0... 1...
 //   BertEncodeOptions o;  o.truncation = true;  o.max_length = 128;  o.padding = BertPadding::longest;
 //   std::vector<BertEncoding> batch = tok.encode_batch({"a", "b c"}, o);   // padded to the longest
+//   attn::text::BertInputs in = attn::text::to_inputs(batch);   // input_ids etc.: i64 (2, 4)
 //   std::string s = tok.decode(e.ids);          // "[CLS] hello world! [SEP]"
 //   tok.mask_id();  tok.token_to_id("hello");  tok.id_to_token(7592);
 //
@@ -47,6 +48,7 @@
 #include <utility>
 #include <vector>
 
+#include "attn/core/tensor.h"
 #include "attn/text/unicode.h"
 
 namespace attn::text {
@@ -85,6 +87,13 @@ struct BertEncoding {
   int64_t truncated = 0;                            // tokens truncation removed
   size_t size() const { return ids.size(); }
 };
+
+// A batch as model inputs, i64 (B, T) each, as Hugging Face's return_tensors="pt" gives them. Every
+// encoding must have the same length (pad them: BertPadding::longest); an empty batch is an error.
+struct BertInputs {
+  Tensor input_ids, token_type_ids, attention_mask;
+};
+BertInputs to_inputs(const std::vector<BertEncoding>& batch);
 
 // One word piece of a text, before ids are joined into model inputs.
 struct BertToken {
