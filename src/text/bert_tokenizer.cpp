@@ -511,7 +511,13 @@ std::vector<BertEncoding> BertTokenizer::encode_batch(const std::vector<std::str
                                                       const BertEncodeOptions& options) const {
   std::vector<BertEncoding> out;
   out.reserve(texts.size());
-  for (const auto& t : texts) out.push_back(build(tokenize(t), std::nullopt, options));
+  for (size_t i = 0; i < texts.size(); ++i) {
+    try {
+      out.push_back(build(tokenize(texts[i]), std::nullopt, options));
+    } catch (const Error& e) {
+      fail("encode_batch: text ", i, ": ", e.what());
+    }
+  }
   pad_encodings(out, options, options.max_length >= 0 ? options.max_length : config_.model_max_length, pad_id_);
   return out;
 }
@@ -520,7 +526,13 @@ std::vector<BertEncoding> BertTokenizer::encode_pair_batch(
     const std::vector<std::pair<std::string, std::string>>& pairs, const BertEncodeOptions& options) const {
   std::vector<BertEncoding> out;
   out.reserve(pairs.size());
-  for (const auto& [a, b] : pairs) out.push_back(build(tokenize(a), tokenize(b), options));
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    try {
+      out.push_back(build(tokenize(pairs[i].first), tokenize(pairs[i].second), options));
+    } catch (const Error& e) {
+      fail("encode_pair_batch: pair ", i, ": ", e.what());
+    }
+  }
   pad_encodings(out, options, options.max_length >= 0 ? options.max_length : config_.model_max_length, pad_id_);
   return out;
 }

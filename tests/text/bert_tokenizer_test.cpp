@@ -327,6 +327,9 @@ TEST(BertTokenizer, InvalidUtf8IsAnErrorNamingTheOffset) {
             "BertTokenizer: text: invalid UTF-8 at byte offset 2: bytes c3 28 (expected a continuation byte 80..bf "
             "at position 2 of a 2-byte sequence)");
   EXPECT_NE(error_of([&] { t.encode_pair("ok", "\xff"); }).find("byte offset 0"), std::string::npos);
+  EXPECT_EQ(error_of([&] { t.encode_batch({"fine", "a\xc3"}); }),
+            "encode_batch: text 1: BertTokenizer: text: invalid UTF-8 at byte offset 1: bytes c3 (truncated sequence: "
+            "lead byte c3 needs 2 bytes, found 1 before the end)");
 }
 
 TEST(BertTokenizer, VocabularyErrorsNameTheTokens) {
