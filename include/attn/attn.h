@@ -95,6 +95,8 @@
 #include "attn/viz/heatmap.h"
 #include "attn/viz/inspect.h"
 #include "attn/viz/plot.h"
+#include "attn/text/bert_tokenizer.h"
 #include "attn/text/bleu.h"
 #include "attn/text/tokenizer.h"
+#include "attn/text/unicode.h"
 #include "attn/text/utf8.h"
