@@ -164,6 +164,21 @@ nlohmann::json BertPreTrainedModel::config() const {
 
 int64_t BertPreTrainedModel::num_base_parameters() { return bert().num_parameters(); }
 
+int64_t BertPreTrainedModel::macs_per_sequence(int64_t T) const {
+  const BertConfig& c = cfg_;
+  const int64_t H = c.hidden_size, I = c.intermediate_size;
+  const int64_t layer = T * (4 * H * H + 2 * H * I) + 2 * T * T * H;   // qkv + output, FFN; QKᵀ and PV
+  int64_t macs = c.num_hidden_layers * layer;
+  switch (c.architecture) {
+    case BertArchitecture::base: return macs + H * H;                                    // pooler
+    case BertArchitecture::pretraining: return macs + H * H + T * (H * H + H * c.vocab_size) + 2 * H;
+    case BertArchitecture::masked_lm: return macs + T * (H * H + H * c.vocab_size);
+    case BertArchitecture::sequence_classification: return macs + H * H + H * c.num_labels;
+    case BertArchitecture::token_classification: return macs + T * H * c.num_labels;
+  }
+  return macs;
+}
+
 // ---------------------------------------------------------------- modules
 
 BertEmbeddings::BertEmbeddings(const BertConfig& c) {

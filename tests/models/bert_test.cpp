@@ -152,6 +152,7 @@ TEST(Bert, RegistryParameterCountsEqualTorch) {
 }
 
 TEST(Bert, ConfigIsCheckedAndRoundTrips) {
+  nn::init::SkipRandomInit skip;   // only configs and errors here
   auto m = models::create_bert("bert-mini", {{"architecture", "BertForTokenClassification"}, {"num_labels", 5},
                                               {"id2label", {{"0", "O"}, {"1", "B"}, {"2", "I"}, {"3", "X"}, {"4", "Y"}}}});
   const json cfg = m->config();
@@ -171,6 +172,29 @@ TEST(Bert, ConfigIsCheckedAndRoundTrips) {
             std::string::npos);
   EXPECT_EQ(test::error_of([] { models::create_model("bert-mini"); }).rfind("create_model: 'bert-mini' is a masked-lm model", 0),
             0u);
+}
+
+// MACs per sequence against the module tree: every per-token Linear weight (the MLM decoder is the word
+// embeddings) once per token, the pooled heads once, and Q·Kᵀ and P·V.
+TEST(Bert, MacsPerSequenceFollowTheModules) {
+  nn::init::SkipRandomInit skip;
+  for (const char* arch : {"BertModel", "BertForPreTraining", "BertForMaskedLM", "BertForSequenceClassification",
+                           "BertForTokenClassification"}) {
+    SCOPED_TRACE(arch);
+    auto m = models::create_bert("bert-mini", {{"architecture", arch}, {"num_labels", 5}});
+    const int64_t T = 37, H = m->cfg().hidden_size;
+    int64_t per_token = 0, pooled = 0;
+    for (const auto& [name, p] : m->named_parameters()) {
+      if (p.dim() != 2 || name.find("embeddings") != std::string::npos) continue;
+      const bool once = name.find("pooler") != std::string::npos || name.find("seq_relationship") != std::string::npos ||
+                        (name == "classifier.weight" && std::string(arch) == "BertForSequenceClassification");
+      (once ? pooled : per_token) += p.numel();
+    }
+    const bool mlm = m->cfg().architecture == models::BertArchitecture::pretraining ||
+                     m->cfg().architecture == models::BertArchitecture::masked_lm;
+    if (mlm) per_token += m->cfg().vocab_size * H;   // the tied decoder
+    EXPECT_EQ(m->macs_per_sequence(T), T * per_token + pooled + m->cfg().num_hidden_layers * 2 * T * T * H);
+  }
 }
 
 // Training a BERT is not there yet: the trainer says so instead of misreading the model.

@@ -113,6 +113,9 @@ class BertPreTrainedModel : public Model {
   const BertConfig& cfg() const { return cfg_; }
   // The number of parameters of the base model alone (embeddings, encoder, pooler: transformers' BertModel).
   int64_t num_base_parameters();
+  // Multiply-accumulates of a forward pass over one sequence of `tokens` tokens (no padding): every
+  // Linear (the MLM decoder included) and the attention's Q·Kᵀ and P·V; FLOPs = 2 x MACs.
+  int64_t macs_per_sequence(int64_t tokens) const;
   nlohmann::json config() const override;
 
  protected:
