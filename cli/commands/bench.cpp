@@ -160,7 +160,9 @@ BenchWork bench_work(const BenchOpts& o, const std::shared_ptr<models::Model>& m
     std::vector<int64_t> ids;
     for (float v : u.to_vector<float>()) ids.push_back(std::min<int64_t>(int64_t(v), bert->cfg().vocab_size - 1));
     const Tensor x = Tensor::from_vector(ids, {o.batch, o.seq_len});
-    w.forward = [bert, x] { (void)bert->forward({.input_ids = x}); };
+    models::BertInputs in;
+    in.input_ids = x;
+    w.forward = [bert, in] { (void)bert->forward(in); };
     w.macs_per_item = bert->macs_per_sequence(o.seq_len);
     w.text = true;
     return w;

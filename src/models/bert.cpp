@@ -286,7 +286,9 @@ BertWithHeads::BertWithHeads(const BertConfig& c, std::string name) : BertPreTra
   const BertArchitecture a = c.architecture;
   ATTN_CHECK(a != BertArchitecture::base, "BertWithHeads: the architecture BertModel has no heads (use BertModel)");
   const bool pooler = a == BertArchitecture::pretraining || a == BertArchitecture::sequence_classification;
-  bert_ = register_module("bert", std::make_shared<BertModel>(c, model_name_, pooler));
+  BertConfig base = c;   // the base model inside describes itself as one
+  base.architecture = BertArchitecture::base;
+  bert_ = register_module("bert", std::make_shared<BertModel>(base, model_name_, pooler));
   const int64_t H = c.hidden_size;
   if (a == BertArchitecture::pretraining || a == BertArchitecture::masked_lm) {
     auto cls = register_module("cls", std::make_shared<BertHolder>());

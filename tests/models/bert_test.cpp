@@ -444,3 +444,27 @@ TEST(Bert, AnotherSizeOrFamilyIsNamed) {
   EXPECT_EQ(test::error_of([&] { models::load_pretrained(s); }),
             "load_pretrained: 'bert-mini' is a masked-lm model (BERT), not an image classifier");
 }
+
+// config.json's id2label names the classes (load_pretrained's labels, kept in the model's config); an
+// architecture attn has no BERT class for is named.
+TEST(Bert, ConfigJsonLabelsAndArchitecture) {
+  const test::Tensors in = inputs();
+  const auto ref = test::torch_ref("bert.model", in, gen_args("BertForSequenceClassification", json::object(), 19));
+  const std::string path = write_checkpoint(ref, "labels");
+  const std::string cfg_path = path.substr(0, path.rfind('/')) + "/config.json";
+  json cfg = json::parse(bytes_of(ref.at("config")));
+  cfg["id2label"] = {{"0", "negative"}, {"1", "neutral"}, {"2", "positive"}};
+  cfg["label2id"] = {{"negative", 0}, {"neutral", 1}, {"positive", 2}};
+  cfg.erase("num_labels");
+  test::write_bytes(cfg_path, cfg.dump());
+  models::PretrainedSource s = models::PretrainedSource::foreign(path, "bert-mini");
+  s.image_classifier_only = false;
+  const models::Pretrained p = models::load_pretrained(s);
+  EXPECT_EQ(p.labels, (std::vector<std::string>{"negative", "neutral", "positive"}));
+  EXPECT_EQ(p.module->config()["id2label"]["2"], "positive");
+  cfg["architectures"] = {"BertForQuestionAnswering"};
+  test::write_bytes(cfg_path, cfg.dump());
+  const std::string e = test::error_of([&] { models::load_pretrained(s); });
+  EXPECT_NE(e.find("key \"architectures\": expected a BERT class attn has"), std::string::npos) << e;
+  EXPECT_NE(e.find("found \"BertForQuestionAnswering\""), std::string::npos) << e;
+}

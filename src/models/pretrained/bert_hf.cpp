@@ -168,7 +168,7 @@ BertPlan bert_plan(const std::vector<BertSrc>& src, const std::map<std::string, 
 
 // ---------------------------------------------------------------- checks
 
-std::string shape_text(const Shape& s) { return shape_str(s); }
+std::string bert_shape_text(const Shape& s) { return shape_str(s); }
 
 // The sizes the weights imply, against the model's config: "hidden_size 768 expected (...), the weights
 // have 256 (embeddings.word_embeddings.weight is (30522, 256))"; "" when they agree.
@@ -188,7 +188,7 @@ std::string bert_size_mismatch(const std::vector<BertSrc>& src, const BertConfig
     auto it = by.find(key);
     if (it == by.end() || it->second->shape.size() <= dim || it->second->shape[dim] == want) return;
     out += detail::cat(out.empty() ? "" : "; ", what, " ", want, " expected, the weights have ", it->second->shape[dim],
-                       " (", it->second->name, " is ", shape_text(it->second->shape), ")");
+                       " (", it->second->name, " is ", bert_shape_text(it->second->shape), ")");
   };
   check("vocab_size", c.vocab_size, "embeddings.word_embeddings.weight", 0);
   check("hidden_size", c.hidden_size, "embeddings.word_embeddings.weight", 1);
@@ -211,8 +211,8 @@ std::string bert_key_mismatch(const BertPlan& plan, const std::vector<BertSrc>& 
   const Tensor& word = mine.at(mine.count("bert.embeddings.word_embeddings.weight")
                                    ? "bert.embeddings.word_embeddings.weight" : "embeddings.word_embeddings.weight");
   if (plan.decoder_weight && src[*plan.decoder_weight].shape != word.shape())
-    shaped.push_back(detail::cat(src[*plan.decoder_weight].name, " is ", shape_text(src[*plan.decoder_weight].shape),
-                                 ", the model expects ", shape_text(word.shape()), " (tied to the word embeddings)"));
+    shaped.push_back(detail::cat(src[*plan.decoder_weight].name, " is ", bert_shape_text(src[*plan.decoder_weight].shape),
+                                 ", the model expects ", bert_shape_text(word.shape()), " (tied to the word embeddings)"));
   for (const BertTarget& t : plan.targets) {
     given.insert(t.key);
     bool whole = true;
@@ -228,7 +228,7 @@ std::string bert_key_mismatch(const BertPlan& plan, const std::vector<BertSrc>& 
       if (t.parts.size() == 3 && !part.empty()) part[0] /= 3;
       const BertSrc& s = src[*t.parts[p]];
       if (s.shape != part)
-        shaped.push_back(detail::cat(s.name, " is ", shape_text(s.shape), ", the model expects ", shape_text(part)));
+        shaped.push_back(detail::cat(s.name, " is ", bert_shape_text(s.shape), ", the model expects ", bert_shape_text(part)));
     }
   }
   for (const std::string& k : order)   // the model's own order
@@ -258,7 +258,7 @@ std::vector<BertSrc> bert_sources(const io::SafetensorsReader& file) {
   return src;
 }
 
-std::string first_names(const std::vector<BertSrc>& src, size_t n) {
+std::string bert_first_names(const std::vector<BertSrc>& src, size_t n) {
   std::string s;
   for (size_t i = 0; i < src.size() && i < n; ++i) s += (i ? ", " : "") + src[i].name;
   if (src.size() > n) s += detail::cat(", ... (", src.size() - n, " more)");
@@ -300,7 +300,7 @@ ForeignBert load_foreign_bert(const io::SafetensorsReader& file, const ForeignBe
   const std::vector<BertSrc> src = bert_sources(file);
   const std::string where = "foreign weights '" + file.path() + "'";
   ATTN_CHECK(looks_like_bert(file), where, ": expected a BERT checkpoint ([bert.]embeddings.word_embeddings.weight "
-             "and [bert.]encoder.layer.N.* keys), found other keys: ", first_names(src, 6));
+             "and [bert.]encoder.layer.N.* keys), found other keys: ", bert_first_names(src, 6));
   ForeignBert r;
   try {
     r.model = bert_build(o);
