@@ -11,6 +11,7 @@
 #include "attn/ops/attention.h"
 #include "attn/ops/elementwise.h"
 #include "attn/ops/fused.h"
+#include "attn/ops/indexing.h"
 #include "attn/ops/matmul.h"
 #include "attn/ops/norm.h"
 
@@ -119,6 +120,7 @@ BertConfig bert_config_from_json(const nlohmann::json& j) {
   if (r.has("classifier_dropout") && !j.at("classifier_dropout").is_null())
     c.classifier_dropout = r.get<double>("classifier_dropout", Range::probability);
   c.num_labels = r.get<int64_t>("num_labels", Range::positive);
+  c.pad_token_id = r.get<int64_t>("pad_token_id", Range::non_negative);
   if (r.has("id2label")) {
     ConfigReader labels = r.object("id2label");
     for (const auto& [k, v] : j.at("id2label").items()) {
@@ -153,7 +155,8 @@ nlohmann::json bert_config_to_json(const BertConfig& c) {
           {"attention_probs_dropout_prob", c.attention_probs_dropout_prob},
           {"classifier_dropout", c.classifier_dropout ? nlohmann::json(*c.classifier_dropout) : nlohmann::json()},
           {"num_labels", c.num_labels},
-          {"id2label", labels}};
+          {"id2label", labels},
+          {"pad_token_id", c.pad_token_id}};
 }
 
 nlohmann::json BertPreTrainedModel::config() const {
@@ -181,7 +184,7 @@ int64_t BertPreTrainedModel::macs_per_sequence(int64_t T) const {
 
 // ---------------------------------------------------------------- modules
 
-BertEmbeddings::BertEmbeddings(const BertConfig& c) {
+BertEmbeddings::BertEmbeddings(const BertConfig& c) : pad_token_id(c.pad_token_id) {
   word_embeddings = register_module("word_embeddings", bert_embedding(c.vocab_size, c.hidden_size));
   position_embeddings = register_module("position_embeddings", bert_embedding(c.max_position_embeddings, c.hidden_size));
   token_type_embeddings = register_module("token_type_embeddings", bert_embedding(c.type_vocab_size, c.hidden_size));
@@ -194,6 +197,15 @@ Tensor BertEmbeddings::forward(const Tensor& ids, const Tensor& types) const {
   ATTN_CHECK(T <= max_t, "BERT: ", T, " tokens exceed max_position_embeddings ", max_t);
   // transformers' order: (words + token types) + positions.
   Tensor x = word_embeddings->forward(ids);
+  if (grad_enabled() && word_embeddings->weight.requires_grad()) {
+    // torch's padding_idx: the padding id's lookups add no gradient to its row.
+    const std::vector<int64_t> v = ids.to_vector<int64_t>();
+    if (std::find(v.begin(), v.end(), pad_token_id) != v.end()) {
+      Tensor pad = Tensor::empty({ids.size(0), T, 1}, DType::u8);
+      for (size_t i = 0; i < v.size(); ++i) pad.data<uint8_t>()[i] = v[i] == pad_token_id ? 1 : 0;
+      x = where(pad, x.detach(), x);
+    }
+  }
   x = types.defined() ? x + token_type_embeddings->forward(types) : x + token_type_embeddings->weight.select(0, 0);
   x = x + position_embeddings->weight.slice(0, 0, T);
   return dropout->forward(LayerNorm->forward(x));

@@ -252,21 +252,26 @@ TEST(Bert, HeadModelsEqualTorch) {
   }
 }
 
-// One fine-tuning step of a sequence classifier: the loss and every parameter's gradient (the packed
-// qkv gradient split into transformers' query / key / value).
-TEST(Bert, FineTuningGradientsEqualTorch) {
+namespace {
+
+// One training step against torch's: the loss and every parameter's gradient (the packed qkv gradient
+// split into transformers' query / key / value). Classifiers: cross-entropy of the logits; masked LM:
+// of the MLM logits at every token (the tied word embeddings get the gradients of both their uses).
+void expect_step_like_torch(const std::string& arch, const Tensor& labels, int seed) {
   test::Tensors in = inputs();
-  in["labels"] = Tensor::from_vector(std::vector<int64_t>{0, 2, 1, 2}, {kB});
-  json args = gen_args("BertForSequenceClassification", json::object(), 9);
+  in["labels"] = labels;
+  json args = gen_args(arch, json::object(), seed);
   args["grad"] = true;
   const auto ref = test::torch_ref("bert.model", in, args);
-  models::PretrainedSource s = models::PretrainedSource::foreign(write_checkpoint(ref, "grad"), "bert-mini");
+  models::PretrainedSource s = models::PretrainedSource::foreign(write_checkpoint(ref, "grad_" + arch), "bert-mini");
   s.image_classifier_only = false;
   s.pack_linear_weights = false;   // trained next
   auto m = std::dynamic_pointer_cast<models::BertPreTrainedModel>(models::load_pretrained(s).module);
   ASSERT_NE(m, nullptr);
   m->train();
-  const Tensor loss = cross_entropy(m->forward(bert_inputs(in)).logits, in.at("labels"));
+  const models::BertOutput o = m->forward(bert_inputs(in));
+  const Tensor& logits = o.logits.defined() ? o.logits : o.prediction_logits;
+  const Tensor loss = cross_entropy(logits.reshape({-1, logits.size(-1)}), labels.reshape({-1}));
   loss.backward();
   expect_close(loss.reshape({1}), ref.at("loss"), "loss");
   size_t compared = 0;
@@ -290,6 +295,16 @@ TEST(Bert, FineTuningGradientsEqualTorch) {
   size_t want = 0;
   for (const auto& [k, v] : ref) want += k.starts_with("grad.");
   EXPECT_EQ(compared, want);
+}
+
+}  // namespace
+
+TEST(Bert, FineTuningGradientsEqualTorch) {
+  expect_step_like_torch("BertForSequenceClassification", Tensor::from_vector(std::vector<int64_t>{0, 2, 1, 2}, {kB}), 9);
+}
+
+TEST(Bert, MaskedLmGradientsEqualTorch) {
+  expect_step_like_torch("BertForMaskedLM", inputs().at("input_ids"), 10);
 }
 
 // ---------------------------------------------------------------- key variants

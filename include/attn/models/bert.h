@@ -39,7 +39,9 @@
 // Config JSON (transformers' config.json names): {"model", "architecture", "vocab_size", "hidden_size",
 // "num_hidden_layers", "num_attention_heads", "intermediate_size", "max_position_embeddings",
 // "type_vocab_size", "layer_norm_eps", "hidden_dropout_prob", "attention_probs_dropout_prob",
-// "classifier_dropout" (null: hidden_dropout_prob), "num_labels", "id2label" ({"0": "NEG", ...} or {})}.
+// "classifier_dropout" (null: hidden_dropout_prob), "num_labels", "id2label" ({"0": "NEG", ...} or {}),
+// "pad_token_id"}. As transformers' nn.Embedding(padding_idx = pad_token_id), the lookup of the padding
+// id adds nothing to the word embeddings' gradient (the MLM decoder, which shares them, still does).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -72,6 +74,7 @@ struct BertConfig {
   std::optional<double> classifier_dropout;   // unset: hidden_dropout_prob
   int64_t num_labels = 2;
   std::map<int64_t, std::string> id2label;    // empty, or a name for each of the num_labels classes
+  int64_t pad_token_id = 0;                   // its word-embedding row gets no gradient from the lookup (torch's padding_idx)
 };
 
 // Every key required but "classifier_dropout" and "id2label", each checked (attn/core/json_config.h);
@@ -126,6 +129,7 @@ class BertPreTrainedModel : public Model {
 
 struct BertEmbeddings : nn::Module {
   explicit BertEmbeddings(const BertConfig& c);
+  int64_t pad_token_id = 0;
   // ids, types (B, T) -> (B, T, H); types undefined: type 0.
   Tensor forward(const Tensor& ids, const Tensor& types) const;
   std::shared_ptr<nn::Embedding> word_embeddings, position_embeddings, token_type_embeddings;

@@ -33,7 +33,7 @@ namespace attn::models {
 
 // A transformers BertConfig (config.json) over `base`: vocab_size, hidden_size, num_hidden_layers,
 // num_attention_heads, intermediate_size, max_position_embeddings, type_vocab_size, layer_norm_eps,
-// hidden_dropout_prob, attention_probs_dropout_prob, classifier_dropout, num_labels / id2label, and
+// hidden_dropout_prob, attention_probs_dropout_prob, classifier_dropout, pad_token_id, num_labels / id2label, and
 // architectures[0] when it names a BERT class. model_type must be "bert", hidden_act "gelu" and
 // position_embedding_type "absolute" when given; other keys of transformers' configs are allowed.
 BertConfig bert_config_from_hf(const nlohmann::json& cfg, BertConfig base);

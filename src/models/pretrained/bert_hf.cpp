@@ -44,6 +44,7 @@ BertConfig bert_config_from_hf(const nlohmann::json& j, BertConfig c) {
   c.hidden_dropout_prob = r.get_or("hidden_dropout_prob", c.hidden_dropout_prob, Range::probability);
   c.attention_probs_dropout_prob =
       r.get_or("attention_probs_dropout_prob", c.attention_probs_dropout_prob, Range::probability);
+  c.pad_token_id = r.get_or("pad_token_id", c.pad_token_id, Range::non_negative);
   if (r.has("classifier_dropout")) c.classifier_dropout = r.get<double>("classifier_dropout", Range::probability);
   if (r.has("architectures")) {
     const auto archs = r.get<std::vector<std::string>>("architectures");

@@ -7,9 +7,9 @@ a wrong mapping shows).
 - model: builds args["architecture"] from args["config"] (transformers' config.json names), runs the
   inputs "input_ids", "token_type_ids", "attention_mask" (B, T) in eval mode and returns the outputs,
   the checkpoint file's bytes ("file") in the layout args["layout"] asks for, and "config" (config.json
-  bytes). With args["grad"]: one fine-tuning step's gradients too (train mode; the config's dropouts
-  must be 0): cross-entropy of the logits against "labels", each parameter's gradient under
-  "grad.<transformers key>".
+  bytes). With args["grad"]: one training step's gradients too (train mode; the config's dropouts
+  must be 0): cross-entropy of the logits (classifiers) or the MLM logits (every token) against
+  "labels", each parameter's gradient under "grad.<transformers key>".
   layout: {"prefix": keep "bert.", "legacy": LayerNorm gamma / beta names, "decoder_weight": keep
   cls.predictions.decoder.weight, "decoder_bias": keep cls.predictions.decoder.bias, "position_ids":
   keep the embeddings.position_ids buffer, "bin": torch.save the state dict and convert it with
@@ -316,7 +316,8 @@ def model(inp, args):
         m.train()
         m.zero_grad()
         out, _, _ = m(ids, types, mask)
-        loss = F.cross_entropy(out["logits"], inp["labels"])
+        logits = out["logits"] if "logits" in out else out["prediction_logits"]
+        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), inp["labels"].reshape(-1))
         loss.backward()
         res["loss"] = loss.detach().reshape(1)
         for k, p in m.named_parameters():
