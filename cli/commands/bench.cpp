@@ -3,7 +3,7 @@
 // T tokens, no padding), in eval mode without gradients.
 //
 //   attn bench --model vit_base_patch16_224 --batch 1 --threads 2
-//   attn bench --model bert-base-uncased --batch 1 --seq-len 128
+//   attn bench --model bert-base-uncased --batch 1 --seq-len 128 --model-config '{"architecture": "BertModel"}'
 //
 // Prints the latency median and p90 over N timed forward passes (after W warm-up passes), images/s,
 // GFLOP/s (2 x the model's macs_per_image x batch / median), the fraction of the GEMM ceiling measured
@@ -78,7 +78,7 @@ double gemm_ceiling_gflops(int64_t n, double budget_s, bool bf16) {
 }
 
 struct BenchOpts {
-  std::string model, weights, format = "auto", dtype = "f32";
+  std::string model, weights, format = "auto", dtype = "f32", model_config;
   int64_t batch = 1, seq_len = 128, iters = 20, warmup = 3, gemm_size = 2048;
   double gemm_seconds = 1.0;
   bool json = false, no_pack = false;
@@ -93,8 +93,14 @@ std::shared_ptr<models::Model> load_bench_model(const BenchOpts& o, std::string&
   weights_desc = "random";
   const bool text = models::model_entry(o.model).task == models::kMaskedLM;
   ATTN_CHECK(!text || o.dtype == "f32", "bench: --dtype bf16 is for image classifiers, not ", o.model);
+  nlohmann::json over = nlohmann::json::object();
+  if (!o.model_config.empty()) {
+    over = nlohmann::json::parse(o.model_config, nullptr, /*allow_exceptions=*/false);
+    ATTN_CHECK(!over.is_discarded() && over.is_object(), "bench: --model-config: expected a JSON object, got '",
+               o.model_config, "'");
+  }
   if (o.weights.empty()) {
-    model = models::create(o.model);
+    model = models::create(o.model, over);
   } else {
     models::PretrainedSource src = models::PretrainedSource::foreign(o.weights, o.model);
     src.kind = models::WeightsKind::detect;
@@ -102,6 +108,7 @@ std::shared_ptr<models::Model> load_bench_model(const BenchOpts& o, std::string&
     src.linear_dtype = o.dtype == "bf16" ? DType::bf16 : DType::f32;
     src.pack_linear_weights = false;   // below, unless --no-pack
     src.image_classifier_only = !text;
+    if (!o.model_config.empty()) src.model_config = over;
     const models::Pretrained p = models::load_pretrained(src);
     model = p.module;
     weights_desc = p.metadata.contains("format") ? "attn checkpoint" : "foreign";   // a checkpoint's metadata
@@ -189,6 +196,8 @@ void add_bench(CLI::App& app) {
       ->capture_default_str();
   c->add_option("--batch", o->batch, "images (or sequences) per forward pass")->capture_default_str();
   c->add_option("--seq-len", o->seq_len, "BERT: tokens per sequence (random ids, no padding)")->capture_default_str();
+  c->add_option("--model-config", o->model_config,
+                "JSON object of config overrides for --model (e.g. {\"architecture\": \"BertModel\"})");
   c->add_option("--iters", o->iters, "timed forward passes")->capture_default_str();
   c->add_option("--warmup", o->warmup, "untimed forward passes first")->capture_default_str();
   c->add_option("--dtype", o->dtype, "f32 | bf16 (Linear weights in bf16, f32 accumulation; see docs/design.md)")->capture_default_str();

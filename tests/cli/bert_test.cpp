@@ -11,6 +11,7 @@
 #include "attn/autograd/grad_mode.h"
 #include "attn/models/bert.h"
 #include "attn/models/pretrained.h"
+#include "attn/nn/init.h"
 #include "attn_cli.h"
 #include "files.h"
 #include "torch_ref.h"
@@ -83,6 +84,17 @@ TEST(CliBert, ConvertLoadsBackToTorchsOutputs) {
   EXPECT_EQ(j["weights"], "attn checkpoint");
   EXPECT_GT(j["sequences_per_s"].get<double>(), 0);
   EXPECT_DOUBLE_EQ(j["gmacs_per_sequence"].get<double>(), double(m->macs_per_sequence(8)) / 1e9);
+  // Random weights of the base model alone (--model-config), as an ONNX export of BertModel would run.
+  const json base = {{"architecture", "BertModel"}, {"num_hidden_layers", 1}};
+  const test::CliRun rb = test::run_attn(dir, {"bench", "--model", "bert-mini", "--model-config", base.dump(), "--seq-len",
+                                               "16", "--iters", "1", "--warmup", "0", "--gemm-seconds", "0", "--threads",
+                                               "1", "--json"});
+  ASSERT_EQ(rb.code, 0) << rb.err;
+  const json jb = json::parse(rb.out);
+  EXPECT_EQ(jb["weights"], "random");
+  nn::init::SkipRandomInit skip;
+  EXPECT_DOUBLE_EQ(jb["gmacs_per_sequence"].get<double>(),
+                   double(models::create_bert("bert-mini", base)->macs_per_sequence(16)) / 1e9);
   std::filesystem::remove_all(dir);
 }
 
