@@ -1,7 +1,9 @@
-// attn bench --model NAME [--weights W] [--batch B] [--threads T] [--iters N] [--warmup W] [--json]:
-// inference latency of an image classifier in eval mode without gradients.
+// attn bench --model NAME [--weights W] [--batch B] [--seq-len T] [--threads T] [--iters N] [--warmup W]
+// [--json]: inference latency of an image classifier, or of a BERT on random token ids (B sequences of
+// T tokens, no padding), in eval mode without gradients.
 //
 //   attn bench --model vit_base_patch16_224 --batch 1 --threads 2
+//   attn bench --model bert-base-uncased --batch 1 --seq-len 128 --model-config '{"architecture": "BertModel"}'
 //
 // Prints the latency median and p90 over N timed forward passes (after W warm-up passes), images/s,
 // GFLOP/s (2 x the model's macs_per_image x batch / median), the fraction of the GEMM ceiling measured
@@ -10,12 +12,14 @@
 // counted afresh after it, of the passes (steady state), and the tensor bytes of the model and of a
 // pass. The ceiling is measured last, so its buffers do not count
 // in the steady-state peak. Weights are random (the registry's init) unless --weights gives an attn
-// checkpoint or foreign ViT/DeiT weights (timm / hf / torchvision layout, detected from the keys).
+// checkpoint or foreign ViT/DeiT weights (timm / hf / torchvision layout, detected from the keys), or
+// BERT weights in transformers' layout (with their config.json).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -74,8 +78,8 @@ double gemm_ceiling_gflops(int64_t n, double budget_s, bool bf16) {
 }
 
 struct BenchOpts {
-  std::string model, weights, format = "auto", dtype = "f32";
-  int64_t batch = 1, iters = 20, warmup = 3, gemm_size = 2048;
+  std::string model, weights, format = "auto", dtype = "f32", model_config;
+  int64_t batch = 1, seq_len = 128, iters = 20, warmup = 3, gemm_size = 2048;
   double gemm_seconds = 1.0;
   bool json = false, no_pack = false;
   int threads = 0;
@@ -84,20 +88,29 @@ struct BenchOpts {
 // The model the options name: random weights, or an attn checkpoint / foreign weights of --model
 // streamed in (converted tensor by tensor); eval mode; bf16 Linear weights when asked; packed unless
 // --no-pack. `weights_desc` and `packed` say which.
-std::shared_ptr<models::ImageClassifier> load_bench_model(const BenchOpts& o, std::string& weights_desc,
-                                                          int64_t& packed) {
-  std::shared_ptr<models::ImageClassifier> model;
+std::shared_ptr<models::Model> load_bench_model(const BenchOpts& o, std::string& weights_desc, int64_t& packed) {
+  std::shared_ptr<models::Model> model;
   weights_desc = "random";
+  const bool text = models::model_entry(o.model).task == models::kMaskedLM;
+  ATTN_CHECK(!text || o.dtype == "f32", "bench: --dtype bf16 is for image classifiers, not ", o.model);
+  nlohmann::json over = nlohmann::json::object();
+  if (!o.model_config.empty()) {
+    over = nlohmann::json::parse(o.model_config, nullptr, /*allow_exceptions=*/false);
+    ATTN_CHECK(!over.is_discarded() && over.is_object(), "bench: --model-config: expected a JSON object, got '",
+               o.model_config, "'");
+  }
   if (o.weights.empty()) {
-    model = models::create_model(o.model);
+    model = models::create(o.model, over);
   } else {
     models::PretrainedSource src = models::PretrainedSource::foreign(o.weights, o.model);
     src.kind = models::WeightsKind::detect;
     src.format = o.format;
     src.linear_dtype = o.dtype == "bf16" ? DType::bf16 : DType::f32;
     src.pack_linear_weights = false;   // below, unless --no-pack
+    src.image_classifier_only = !text;
+    if (!o.model_config.empty()) src.model_config = over;
     const models::Pretrained p = models::load_pretrained(src);
-    model = p.model;
+    model = p.module;
     weights_desc = p.metadata.contains("format") ? "attn checkpoint" : "foreign";   // a checkpoint's metadata
   }
   model->eval();
@@ -120,8 +133,13 @@ void print_bench_text(const BenchOpts& o, const nlohmann::json& j) {
   std::printf("latency     median %.2f ms  p90 %.2f ms  (min %.2f, max %.2f; %lld timed after %lld warm-up)\n",
               lat["median"].get<double>(), lat["p90"].get<double>(), lat["min"].get<double>(), lat["max"].get<double>(),
               (long long)o.iters, (long long)o.warmup);
-  std::printf("throughput  %.2f images/s  %.1f GFLOP/s (%.3f GMACs/image)\n", j["images_per_s"].get<double>(), gflops,
-              j["gmacs_per_image"].get<double>());
+  if (j.contains("seq_len"))
+    std::printf("throughput  %.2f sequences/s of %lld tokens  %.1f GFLOP/s (%.3f GMACs/sequence)\n",
+                j["sequences_per_s"].get<double>(), (long long)j["seq_len"].get<int64_t>(), gflops,
+                j["gmacs_per_sequence"].get<double>());
+  else
+    std::printf("throughput  %.2f images/s  %.1f GFLOP/s (%.3f GMACs/image)\n", j["images_per_s"].get<double>(), gflops,
+                j["gmacs_per_image"].get<double>());
   if (ceiling > 0)
     std::printf("GEMM        ceiling %.1f GFLOP/s (%lld^3 %s matmul): model at %.1f%% of it\n", ceiling,
                 (long long)o.gemm_size, o.dtype.c_str(), 100.0 * gflops / ceiling);
@@ -129,6 +147,42 @@ void print_bench_text(const BenchOpts& o, const nlohmann::json& j) {
               j["peak_rss_load_mb"].get<double>(), j["peak_rss_steady_mb"].get<double>(), j["rss_steady_mb"].get<double>());
   std::printf("tensors     model %.1f MB, a forward pass's tensors at most %.1f MB more\n",
               j["tensor_bytes_model_mb"].get<double>(), j["tensor_bytes_pass_peak_mb"].get<double>());
+}
+
+// What a timed pass runs: the forward on its input, the items (images or sequences) it covers and the
+// multiply-accumulates per item.
+struct BenchWork {
+  std::function<void()> forward;
+  int64_t macs_per_item = 0;
+  bool text = false;
+};
+
+BenchWork bench_work(const BenchOpts& o, const std::shared_ptr<models::Model>& model) {
+  BenchWork w;
+  Generator g(0);
+  if (auto bert = std::dynamic_pointer_cast<models::BertPreTrainedModel>(model)) {
+    ATTN_CHECK(o.seq_len >= 1 && o.seq_len <= bert->cfg().max_position_embeddings, "bench: expected --seq-len in [1, ",
+               bert->cfg().max_position_embeddings, "], got ", o.seq_len);
+    const Tensor u = rand({o.batch, o.seq_len}, g) * double(bert->cfg().vocab_size);
+    std::vector<int64_t> ids;
+    for (float v : u.to_vector<float>()) ids.push_back(std::min<int64_t>(int64_t(v), bert->cfg().vocab_size - 1));
+    const Tensor x = Tensor::from_vector(ids, {o.batch, o.seq_len});
+    models::BertInputs in;
+    in.input_ids = x;
+    w.forward = [bert, in] { (void)bert->forward(in); };
+    w.macs_per_item = bert->macs_per_sequence(o.seq_len);
+    w.text = true;
+    return w;
+  }
+  auto image = std::dynamic_pointer_cast<models::ImageClassifier>(model);
+  const nlohmann::json cfg = model->config();
+  ATTN_CHECK(image && cfg.contains("image_size") && cfg.contains("in_channels"), "bench: model '", o.model,
+             "' is neither an image classifier (with image_size / in_channels) nor a BERT");
+  const int64_t s = cfg["image_size"].get<int64_t>(), ch = cfg["in_channels"].get<int64_t>();
+  const Tensor x = randn({o.batch, ch, s, s}, g);
+  w.forward = [image, x] { (void)image->forward(x); };
+  w.macs_per_item = image->macs_per_image();
+  return w;
 }
 
 }  // namespace
@@ -140,7 +194,10 @@ void add_bench(CLI::App& app) {
   c->add_option("--weights", o->weights, "attn checkpoint or foreign ViT/DeiT weights (default: random weights)");
   c->add_option("--format", o->format, "auto | timm | hf | torchvision (layout of foreign --weights)")
       ->capture_default_str();
-  c->add_option("--batch", o->batch, "images per forward pass")->capture_default_str();
+  c->add_option("--batch", o->batch, "images (or sequences) per forward pass")->capture_default_str();
+  c->add_option("--seq-len", o->seq_len, "BERT: tokens per sequence (random ids, no padding)")->capture_default_str();
+  c->add_option("--model-config", o->model_config,
+                "JSON object of config overrides for --model (e.g. {\"architecture\": \"BertModel\"})");
   c->add_option("--iters", o->iters, "timed forward passes")->capture_default_str();
   c->add_option("--warmup", o->warmup, "untimed forward passes first")->capture_default_str();
   c->add_option("--dtype", o->dtype, "f32 | bf16 (Linear weights in bf16, f32 accumulation; see docs/design.md)")->capture_default_str();
@@ -161,7 +218,7 @@ void add_bench(CLI::App& app) {
     const auto t_load = Clock::now();
     std::string weights_desc;
     int64_t packed = 0;
-    std::shared_ptr<models::ImageClassifier> model = load_bench_model(*o, weights_desc, packed);
+    std::shared_ptr<models::Model> model = load_bench_model(*o, weights_desc, packed);
     // Hand freed memory back: the f32 weights a bf16 model replaced, and the temporaries of random
     // initialisation (freed blocks are cached for reuse, and the heap keeps large frees otherwise).
     release_cached_memory();
@@ -171,21 +228,16 @@ void add_bench(CLI::App& app) {
     // state's peak is its own and not the load's.
     { std::ofstream("/proc/self/clear_refs") << "5"; }
 
-    const nlohmann::json cfg = model->config();
-    ATTN_CHECK(cfg.contains("image_size") && cfg.contains("in_channels"), "bench: model '", o->model,
-               "' has no image_size / in_channels in its config: not an image classifier");
-    const int64_t s = cfg["image_size"].get<int64_t>(), ch = cfg["in_channels"].get<int64_t>();
-    Generator g(0);
-    const Tensor x = randn({o->batch, ch, s, s}, g);
+    const BenchWork work = bench_work(*o, model);
     std::vector<double> times;
     const int64_t live_before = memory_stats().live_bytes;
     reset_peak_memory();
     {
       NoGradGuard ng;
-      for (int64_t i = 0; i < o->warmup; ++i) (void)model->forward(x);
+      for (int64_t i = 0; i < o->warmup; ++i) work.forward();
       for (int64_t i = 0; i < o->iters; ++i) {
         const auto t = Clock::now();
-        Tensor y = model->forward(x);
+        work.forward();
         times.push_back(seconds_since(t));
       }
     }
@@ -193,7 +245,7 @@ void add_bench(CLI::App& app) {
     const int64_t act_peak = memory_stats().peak_bytes - live_before;   // tensors a pass allocates
     std::sort(times.begin(), times.end());
     const double median = percentile(times, 0.5), p90 = percentile(times, 0.9);
-    const int64_t macs = model->macs_per_image();
+    const int64_t macs = work.macs_per_item;
     const double gflops = 2.0 * double(macs) * double(o->batch) / median / 1e9;
     const double ceiling = o->gemm_seconds > 0 ? gemm_ceiling_gflops(o->gemm_size, o->gemm_seconds, o->dtype == "bf16") : 0.0;
     const double images_s = double(o->batch) / median;
@@ -213,8 +265,8 @@ void add_bench(CLI::App& app) {
                         {"load_s", load_s},
                         {"latency_ms", {{"median", median * 1e3}, {"p90", p90 * 1e3},
                                         {"min", times.front() * 1e3}, {"max", times.back() * 1e3}}},
-                        {"images_per_s", images_s},
-                        {"gmacs_per_image", double(macs) / 1e9},
+                        {work.text ? "sequences_per_s" : "images_per_s", images_s},
+                        {work.text ? "gmacs_per_sequence" : "gmacs_per_image", double(macs) / 1e9},
                         {"gflops", gflops},
                         {"gemm_ceiling_gflops", ceiling},
                         {"gemm_fraction", ceiling > 0 ? gflops / ceiling : 0.0},
@@ -224,6 +276,7 @@ void add_bench(CLI::App& app) {
                         {"rss_steady_mb", double(rss_steady) / 1e6},
                         {"tensor_bytes_model_mb", double(live_before) / 1e6},
                         {"tensor_bytes_pass_peak_mb", double(act_peak) / 1e6}};
+    if (work.text) j["seq_len"] = o->seq_len;
     if (o->json) std::printf("%s\n", j.dump().c_str());
     else print_bench_text(*o, j);
     std::fflush(stdout);

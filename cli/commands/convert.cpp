@@ -1,8 +1,9 @@
 // attn convert IN.safetensors --model NAME [--format timm|hf|torchvision] [--config config.json]
 //     [--image-size N] [--model-config JSON] --out OUT.safetensors
 // Foreign ViT / DeiT weights (timm, Hugging Face or torchvision layout, e.g. written by
-// tools/pth_to_safetensors.py) -> an attn checkpoint (weights + config) that `attn eval` and
-// models::load_pretrained open. The position embedding is resampled when the image size differs.
+// tools/pth_to_safetensors.py) or BERT weights (transformers' layout, with their config.json) -> an attn
+// checkpoint (weights + config) that `attn eval` and models::load_pretrained open. The position
+// embedding is resampled when the image size differs.
 #include <cstdio>
 
 #include "attn/attn.h"
@@ -14,7 +15,7 @@
 namespace attn::cli {
 
 void add_convert(CLI::App& app) {
-  auto* c = app.add_subcommand("convert", "convert timm / Hugging Face / torchvision ViT weights to an attn checkpoint");
+  auto* c = app.add_subcommand("convert", "convert timm / Hugging Face / torchvision ViT weights or Hugging Face BERT weights to an attn checkpoint");
   struct Opts {
     std::string in, model, format = "auto", config, model_config, out;
     int64_t image_size = 0;
@@ -47,15 +48,16 @@ void add_convert(CLI::App& app) {
     src.image_size = o->image_size;
     src.pos_embed_antialias = o->pos_embed_antialias;
     src.pack_linear_weights = false;   // saved next: the plain layout
+    src.image_classifier_only = false;
     const models::Pretrained p = models::load_pretrained(src);
     // What the checkpoint records besides the weights: the model's config and the source (format, path,
     // id2label), from which load_pretrained gives the same preprocessing and class names back.
     nlohmann::json extra = p.metadata;
-    extra["config"] = p.model->config();
-    train::save_checkpoint(o->out, *p.model, nullptr, extra);
+    extra["config"] = p.module->config();
+    train::save_checkpoint(o->out, *p.module, nullptr, extra);
     std::printf("%s (%s layout, %zu tensors) -> %s: model %s, %lld parameters%s\n", o->in.c_str(), p.source.c_str(),
                 io::SafetensorsReader(o->in).entries().size(), o->out.c_str(), o->model.c_str(),
-                (long long)p.model->num_parameters(), p.pos_embed_resampled ? ", position embedding resampled" : "");
+                (long long)p.module->num_parameters(), p.pos_embed_resampled ? ", position embedding resampled" : "");
   });
 }
 

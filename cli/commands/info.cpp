@@ -2,10 +2,20 @@
 #include <cstdio>
 
 #include "attn/attn.h"
+#include "attn/models/bert.h"
 #include "attn/models/registry.h"
 #include "../commands.h"
 
 namespace attn::cli {
+
+namespace {
+// 109482240 -> "109,482,240"
+std::string with_commas(int64_t n) {
+  std::string s = std::to_string(n);
+  for (int64_t i = int64_t(s.size()) - 3; i > (s[0] == '-' ? 1 : 0); i -= 3) s.insert(size_t(i), ",");
+  return s;
+}
+}  // namespace
 
 void add_info(CLI::App& app) {
   auto* c = app.add_subcommand("info", "describe a model: parameters per layer, totals, MACs/FLOPs per image");
@@ -30,6 +40,12 @@ void add_info(CLI::App& app) {
     auto m = models::create(*name, over);
     std::printf("%s (%s)\nconfig: %s\n\n%s", name->c_str(), models::model_entry(*name).task.c_str(),
                 m->config().dump().c_str(), m->parameter_table().c_str());
+    if (auto bert = std::dynamic_pointer_cast<models::BertPreTrainedModel>(m)) {
+      // The base model alone and with the heads (the tied MLM decoder weight counted once).
+      std::printf("parameters: %s BertModel, %s %s\n", with_commas(bert->num_base_parameters()).c_str(),
+                  with_commas(bert->num_parameters()).c_str(),
+                  models::bert_architecture_name(bert->cfg().architecture));
+    }
     auto image = std::dynamic_pointer_cast<models::ImageClassifier>(m);
     if (!image) return;   // MACs are counted per image
     const int64_t macs = image->macs_per_image();

@@ -52,6 +52,7 @@
 #include "attn/nn/rnn.h"
 #include "attn/nn/sequential.h"
 // models, optim, data, io, train, infer, viz
+#include "attn/models/bert.h"
 #include "attn/models/mlp.h"
 #include "attn/models/name_maps.h"
 #include "attn/models/pretrained.h"

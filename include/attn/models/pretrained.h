@@ -17,6 +17,9 @@
 // own training checkpoints are resized to the model's image size (PIL bilinear, both sides) and
 // normalised with the mean / std they were trained with (checkpoint_inputs). The overrides of
 // PretrainedSource::preprocess then apply; the crop must stay the model's image size.
+// BERT (registry models of task masked-lm, with image_classifier_only = false): foreign weights in
+// transformers' layout with the config.json beside them (or PretrainedSource::hf_config), or an attn
+// checkpoint `attn convert` made of them; no preprocessing (text), labels from id2label.
 // Class names: a Hugging Face config's id2label (hf weights, or a converted checkpoint's "id2label";
 // transformers' placeholders LABEL_k do not count), an attn training checkpoint's own (image folder
 // or Fashion-MNIST names), else ImageNet-1k's for 1000-class models, else none.
@@ -61,13 +64,18 @@ struct PretrainedSource {
   DType linear_dtype = DType::f32;                          // bf16: Linear weights converted as they stream in
   data::PreprocessOverrides preprocess;                     // over the source's eval transform
   bool pack_linear_weights = true;                          // inference only from then on
+  // false: any registry model may come back (Pretrained::module; `model` stays null unless it is an image
+  // classifier): BERT's foreign weights (transformers' layout, attn/models/bert_foreign.h) and attn
+  // checkpoints of them. true (the image commands): another kind of model is an error naming it.
+  bool image_classifier_only = true;
 
   static PretrainedSource checkpoint(const std::string& path);
   static PretrainedSource foreign(const std::string& path, const std::string& model);
 };
 
 struct Pretrained {
-  std::shared_ptr<ImageClassifier> model;   // in eval mode
+  std::shared_ptr<ImageClassifier> model;   // in eval mode; null when the model is no image classifier
+  std::shared_ptr<Model> module;            // the model whatever its kind (the same object as `model` if set)
   std::string model_name;                   // registry name ("?" when a checkpoint's config has none)
   std::string source;                       // "attn" (trained by attn) | "timm" | "hf" | "torchvision"
   data::Preprocess preprocess;              // what an image goes through before model->forward

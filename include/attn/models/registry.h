@@ -22,6 +22,8 @@ namespace attn::models {
 
 inline constexpr const char* kImageClassification = "image-classification";
 inline constexpr const char* kTranslation = "translation";
+// BERT's entries: pretrained by masked-language modelling (and next-sentence prediction); no trainer task yet.
+inline constexpr const char* kMaskedLM = "masked-lm";
 
 // What every registered model offers: its full config, including "model" (the registry name), so
 // that create(cfg["model"], cfg) rebuilds it.
@@ -68,5 +70,6 @@ void register_vit_models();
 void register_resnet_models();
 void register_transformer_models();
 void register_rnn_seq2seq_models();
+void register_bert_models();
 
 }  // namespace attn::models

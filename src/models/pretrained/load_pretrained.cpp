@@ -10,6 +10,7 @@
 #include "attn/data/dataset.h"
 #include "attn/data/fashion_mnist.h"
 #include "attn/io/checkpoint.h"
+#include "attn/models/bert_foreign.h"
 #include "attn/models/name_maps.h"
 #include "attn/nn/init.h"
 #include "attn/nn/linear.h"
@@ -77,12 +78,53 @@ std::shared_ptr<ImageClassifier> load_model(const io::SafetensorsReader& file, c
   return model;
 }
 
+// An attn checkpoint of a model that is no image classifier (a converted BERT): the model from its config,
+// loaded strictly, its class names from the config's id2label.
+Pretrained from_other_checkpoint(const io::SafetensorsReader& file, Pretrained p, const std::string& name,
+                                 const PretrainedSource& s) {
+  ATTN_CHECK(s.linear_dtype == DType::f32, "load: checkpoint '", file.path(), "' holds ", name,
+             ", which loads with f32 weights only, not ", dtype_name(s.linear_dtype));
+  ATTN_CHECK(s.weights == io::CheckpointWeights::model || io::checkpoint_has_ema(file), "load: checkpoint '",
+             file.path(), "' has no EMA weights");
+  ConfigReader r(p.metadata, "checkpoint '" + file.path() + "'");
+  const nlohmann::json cfg = r.object("config").json();
+  try {
+    nn::init::SkipRandomInit skip(nn::init::SkipRandomInit::Fill::none);
+    p.module = create(name, cfg);
+  } catch (const Error& e) {
+    fail("checkpoint '", file.path(), "': ", e.what());
+  }
+  const auto key = [w = s.weights](const std::string& k) { return io::checkpoint_weight_key(k, w); };
+  nn::Module::ShapeList shapes;
+  for (const io::SafetensorsEntry& e : file.entries())
+    if (auto k = key(e.name)) shapes.emplace_back(std::move(*k), e.shape);
+  const std::string why = p.module->shape_mismatch(shapes, /*strict=*/true, /*max_listed=*/5);
+  if (!why.empty()) fail("load_checkpoint: '", file.path(), "' is for another model: ", why);
+  p.module->load_state_dict(file, {.strict = true, .key = key});
+  p.module->eval();
+  p.model_name = name;
+  p.source = r.has("source_format") ? r.get<std::string>("source_format") : "attn";
+  if (cfg.contains("id2label") && cfg.contains("num_labels") && cfg["num_labels"].is_number_integer())
+    p.labels = names_from_id2label(cfg["id2label"], cfg["num_labels"].get<int64_t>());
+  return p;
+}
+
 Pretrained from_checkpoint(const PretrainedSource& s) {
   Pretrained p;
   const io::SafetensorsReader file = io::open_checkpoint(s.path);
   p.metadata = io::checkpoint_metadata(file);
+  {
+    ConfigReader r(p.metadata, "checkpoint '" + s.path + "'");
+    const std::string name = r.object("config").get<std::string>("model");
+    if (has_model(name) && model_entry(name).task != kImageClassification) {
+      ATTN_CHECK(!s.image_classifier_only, "load_pretrained: checkpoint '", s.path, "' holds ", name, ", a ",
+                 model_entry(name).task, " model, not an image classifier");
+      return from_other_checkpoint(file, std::move(p), name, s);
+    }
+  }
   const CheckpointInputs in = checkpoint_inputs(p.metadata, s.path);
   p.model = load_model(file, p.metadata, s.linear_dtype, s.weights);
+  p.module = p.model;
   p.model_name = p.metadata["config"].value("model", std::string("?"));
   if (p.metadata.contains("id2label")) p.labels = names_from_id2label(p.metadata["id2label"], in.num_classes);
   ConfigReader r(p.metadata, "checkpoint '" + s.path + "'");
@@ -109,9 +151,44 @@ Pretrained from_checkpoint(const PretrainedSource& s) {
   return p;
 }
 
+std::string config_beside(const std::string& weights) {
+  const size_t slash = weights.find_last_of('/');
+  const std::string beside = (slash == std::string::npos ? std::string() : weights.substr(0, slash + 1)) + "config.json";
+  return std::ifstream(beside).good() ? beside : "";
+}
+
+// Foreign BERT weights (transformers' layout) with their config.json.
+Pretrained from_foreign_bert(const PretrainedSource& s) {
+  ATTN_CHECK(s.format == "auto" || s.format == "hf", "load_pretrained: BERT weights are read in transformers' "
+             "layout (format hf or auto), not '", s.format, "'");
+  ATTN_CHECK(s.linear_dtype == DType::f32, "load_pretrained: BERT loads with f32 weights only, not ",
+             dtype_name(s.linear_dtype));
+  ATTN_CHECK(s.image_size == 0 && !s.pos_embed_antialias, "load_pretrained: image_size and pos_embed_antialias "
+             "are for ViT weights, not BERT ('", s.model, "')");
+  const io::SafetensorsReader f(s.path);
+  ForeignBertOptions opt;
+  opt.model = s.model;
+  opt.overrides = s.model_config.is_null() ? nlohmann::json::object() : s.model_config;
+  const std::string cfg_path = s.hf_config.empty() ? config_beside(s.path) : s.hf_config;
+  if (!cfg_path.empty()) opt.hf_config = read_json_file(cfg_path);
+  ForeignBert r = load_foreign_bert(f, opt);
+  Pretrained p;
+  p.module = r.model;
+  p.model_name = s.model;
+  p.source = "hf";
+  p.metadata = {{"source_format", p.source}, {"source", s.path}};
+  for (const auto& [k, v] : r.model->cfg().id2label) p.labels.push_back(v);
+  return p;
+}
+
 Pretrained from_foreign(const PretrainedSource& s) {
   ATTN_CHECK(!s.model.empty(), "load_pretrained: the foreign weights '", s.path,
              "' need the registry name of their model (e.g. vit_base_patch16_224)");
+  if (model_entry(s.model).task == kMaskedLM) {
+    ATTN_CHECK(!s.image_classifier_only, "load_pretrained: '", s.model, "' is a ", kMaskedLM,
+               " model (BERT), not an image classifier");
+    return from_foreign_bert(s);
+  }
   // The header only: the tensors are streamed into the model one layer at a time (load_foreign_vit).
   const io::SafetensorsReader f(s.path);
   ForeignVitOptions opt;
@@ -123,16 +200,13 @@ Pretrained from_foreign(const PretrainedSource& s) {
   const WeightFormat fmt = s.format == "auto" ? detect_weight_format(f) : parse_weight_format(s.format);
   opt.format = fmt;
   std::string cfg_path = s.hf_config;
-  if (cfg_path.empty() && fmt == WeightFormat::hf) {   // config.json beside the weights, as transformers keeps it
-    const size_t slash = s.path.find_last_of('/');
-    const std::string beside =
-        (slash == std::string::npos ? std::string() : s.path.substr(0, slash + 1)) + "config.json";
-    if (std::ifstream(beside).good()) cfg_path = beside;
-  }
+  // config.json beside the weights, as transformers keeps it
+  if (cfg_path.empty() && fmt == WeightFormat::hf) cfg_path = config_beside(s.path);
   if (!cfg_path.empty()) opt.hf_config = read_json_file(cfg_path);
   ForeignVit r = load_foreign_vit(f, opt);
   Pretrained p;
   p.model = r.model;
+  p.module = r.model;
   p.model->eval();
   p.model_name = s.model;
   p.source = weight_format_name(fmt);
@@ -177,6 +251,13 @@ Pretrained load_pretrained(const PretrainedSource& s) {
                "load_pretrained: '", s.path, "' is an attn checkpoint, which describes its own model: model, format, "
                "hf_config, model_config, image_size and pos_embed_antialias are for foreign weights");
   Pretrained p = checkpoint ? from_checkpoint(s) : from_foreign(s);
+  if (!p.model) {   // text models: no image preprocessing
+    const data::PreprocessOverrides& o = s.preprocess;
+    ATTN_CHECK(!o.resize_size && !o.crop_size && !o.crop_pct && !o.interpolation && !o.mean && !o.std,
+               "load_pretrained: ", p.model_name, " takes no image preprocessing");
+    if (s.pack_linear_weights) nn::pack_linear_weights(*p.module);
+    return p;
+  }
   const int64_t model_size = p.preprocess.crop_size;
   p.preprocess = data::apply_overrides(p.preprocess, s.preprocess);
   ATTN_CHECK(p.preprocess.crop_size == model_size, "load_pretrained: the crop (", p.preprocess.crop_size,

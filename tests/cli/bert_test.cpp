@@ -1,0 +1,109 @@
+// The attn tool with BERT: `info` prints the base model's and the full model's parameter counts (the
+// counts of PyTorch's module tree, tests/golden/gen/bert.py), `convert` turns transformers' weights
+// with their config.json into an attn checkpoint that loads back to the same outputs, `bench` runs a
+// BERT on random token ids, and `train` says that BERT has no trainer task yet.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "attn/attn.h"
+#include "attn/autograd/grad_mode.h"
+#include "attn/models/bert.h"
+#include "attn/models/pretrained.h"
+#include "attn/nn/init.h"
+#include "attn_cli.h"
+#include "files.h"
+#include "torch_ref.h"
+
+using namespace attn;
+using nlohmann::json;
+
+namespace {
+
+std::string with_commas(int64_t n) {
+  std::string s = std::to_string(n);
+  for (int64_t i = int64_t(s.size()) - 3; i > 0; i -= 3) s.insert(size_t(i), ",");
+  return s;
+}
+
+std::string bytes_of(const Tensor& t) {
+  return std::string(reinterpret_cast<const char*>(t.data<uint8_t>()), size_t(t.numel()));
+}
+
+}  // namespace
+
+TEST(CliBert, InfoPrintsBothParameterCounts) {
+  const std::string dir = test::fresh_tmp_dir("attn_cli_bert", "info");
+  const json mini = {{"vocab_size", 30522}, {"hidden_size", 256}, {"num_hidden_layers", 4},
+                     {"num_attention_heads", 4}, {"intermediate_size", 1024}, {"max_position_embeddings", 512},
+                     {"type_vocab_size", 2}};
+  const auto n = test::torch_ref("bert.count", {}, {{"config", mini}}).at("counts").to_vector<int64_t>();
+  const test::CliRun r = test::run_attn(dir, {"info", "bert-mini"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("bert-mini (masked-lm)"), std::string::npos) << r.out;
+  const std::string line = "parameters: " + with_commas(n[0]) + " BertModel, " + with_commas(n[1]) + " BertForPreTraining";
+  EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
+  EXPECT_NE(r.out.find("cls.predictions.bias"), std::string::npos);
+  EXPECT_EQ(r.out.find("cls.predictions.decoder.weight"), std::string::npos);   // tied: listed once
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CliBert, ConvertLoadsBackToTorchsOutputs) {
+  const std::string dir = test::fresh_tmp_dir("attn_cli_bert", "convert");
+  const json config = {{"vocab_size", 50}, {"hidden_size", 16}, {"num_hidden_layers", 2}, {"num_attention_heads", 2},
+                       {"intermediate_size", 24}, {"max_position_embeddings", 8}, {"type_vocab_size", 2},
+                       {"num_labels", 2}};
+  const Tensor ids = Tensor::from_vector(std::vector<int64_t>{2, 7, 9, 11, 3, 0, 2, 30, 41, 3, 5, 8}, {2, 6});
+  const Tensor types = Tensor::from_vector(std::vector<int64_t>{0, 0, 0, 1, 1, 0, 0, 0, 1, 1, 1, 1}, {2, 6});
+  const Tensor mask = Tensor::from_vector(std::vector<int64_t>{1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1}, {2, 6});
+  const auto ref = test::torch_ref("bert.model", {{"input_ids", ids}, {"token_type_ids", types}, {"attention_mask", mask}},
+                                   {{"seed", 3}, {"architecture", "BertForMaskedLM"}, {"config", config},
+                                    {"layout", {{"bin", true}, {"decoder_weight", true}}}});
+  test::write_bytes(dir + "/hf/model.safetensors", bytes_of(ref.at("file")));
+  test::write_bytes(dir + "/hf/config.json", bytes_of(ref.at("config")));
+  const test::CliRun r =
+      test::run_attn(dir, {"convert", dir + "/hf/model.safetensors", "--model", "bert-mini", "--out", dir + "/b.safetensors"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("model bert-mini"), std::string::npos) << r.out;
+  models::PretrainedSource s = models::PretrainedSource::checkpoint(dir + "/b.safetensors");
+  s.image_classifier_only = false;
+  auto m = std::dynamic_pointer_cast<models::BertPreTrainedModel>(models::load_pretrained(s).module);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->cfg().architecture, models::BertArchitecture::masked_lm);
+  NoGradGuard ng;
+  EXPECT_TENSOR_NEAR(m->forward({ids, types, mask}).prediction_logits, ref.at("prediction_logits"), 1e-4, 0);
+
+  // bench on the converted checkpoint and on random weights.
+  const test::CliRun b = test::run_attn(dir, {"bench", "--model", "bert-mini", "--weights", dir + "/b.safetensors",
+                                              "--seq-len", "8", "--iters", "2", "--warmup", "0", "--gemm-seconds", "0",
+                                              "--threads", "1", "--json"});
+  ASSERT_EQ(b.code, 0) << b.err;
+  const json j = json::parse(b.out);
+  EXPECT_EQ(j["seq_len"], 8);
+  EXPECT_EQ(j["weights"], "attn checkpoint");
+  EXPECT_GT(j["sequences_per_s"].get<double>(), 0);
+  EXPECT_DOUBLE_EQ(j["gmacs_per_sequence"].get<double>(), double(m->macs_per_sequence(8)) / 1e9);
+  // Random weights of the base model alone (--model-config), as an ONNX export of BertModel would run.
+  const json base = {{"architecture", "BertModel"}, {"num_hidden_layers", 1}};
+  const test::CliRun rb = test::run_attn(dir, {"bench", "--model", "bert-mini", "--model-config", base.dump(), "--seq-len",
+                                               "16", "--iters", "1", "--warmup", "0", "--gemm-seconds", "0", "--threads",
+                                               "1", "--json"});
+  ASSERT_EQ(rb.code, 0) << rb.err;
+  const json jb = json::parse(rb.out);
+  EXPECT_EQ(jb["weights"], "random");
+  nn::init::SkipRandomInit skip;
+  EXPECT_DOUBLE_EQ(jb["gmacs_per_sequence"].get<double>(),
+                   double(models::create_bert("bert-mini", base)->macs_per_sequence(16)) / 1e9);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CliBert, TrainSaysThereIsNoTrainerTask) {
+  const std::string dir = test::fresh_tmp_dir("attn_cli_bert", "train");
+  const test::CliRun r = test::run_attn(dir, {"train", "--model", "bert-mini", "--out", dir + "/run"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("the model bert-mini is trained on the task 'masked-lm', which has no trainer task"),
+            std::string::npos)
+      << r.err;
+  std::filesystem::remove_all(dir);
+}

@@ -1,0 +1,485 @@
+// BERT against a PyTorch module tree in transformers' layout (tests/golden/gen/bert.py), loaded through
+// the real path: the generator's checkpoint file and config.json on disk, models::load_pretrained.
+// Outputs (last hidden state, pooler, MLM and NSP logits, hidden states, attentions) at batch 4 with
+// padding and token types, and one fine-tuning step's gradients (sequence classification, cross-entropy)
+// within 1e-4 * max(1, max |reference|) per tensor; the parameter counts of the registry's BERTs; the key
+// variants of transformers' checkpoints; the errors.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "attn/attn.h"
+#include "attn/autograd/grad_mode.h"
+#include "attn/models/bert.h"
+#include "attn/models/bert_foreign.h"
+#include "attn/models/pretrained.h"
+#include "attn/nn/init.h"
+#include "attn/ops/loss.h"
+#include "attn/train/checkpoint.h"
+#include "attn/train/trainer.h"
+#include "errors.h"
+#include "torch_ref.h"
+#include "files.h"
+
+using namespace attn;
+using nlohmann::json;
+
+namespace {
+
+// Small, with an FFN width that is no multiple of the hidden size and 4 heads of 8.
+const json kSmall = {{"vocab_size", 99},        {"hidden_size", 32},           {"num_hidden_layers", 2},
+                     {"num_attention_heads", 4}, {"intermediate_size", 48},     {"max_position_embeddings", 16},
+                     {"type_vocab_size", 2},     {"layer_norm_eps", 1e-12},     {"hidden_dropout_prob", 0.0},
+                     {"attention_probs_dropout_prob", 0.0}, {"num_labels", 3}};
+
+constexpr int64_t kB = 4, kT = 9;
+
+// input_ids, token_type_ids, attention_mask (B, T): [CLS]-like id 2 first, two segments, rows padded to
+// 9, 6, 4 and 7 tokens (padding id 0, type 0, mask 0).
+test::Tensors inputs() {
+  const int64_t len[kB] = {9, 6, 4, 7};
+  std::vector<int64_t> ids(kB * kT), types(kB * kT), mask(kB * kT);
+  uint64_t s = 12345;
+  for (int64_t b = 0; b < kB; ++b)
+    for (int64_t t = 0; t < kT; ++t) {
+      s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+      const bool on = t < len[b];
+      ids[b * kT + t] = !on ? 0 : t == 0 ? 2 : 3 + int64_t((s >> 33) % 96);
+      types[b * kT + t] = on && t >= len[b] / 2 ? 1 : 0;
+      mask[b * kT + t] = on ? 1 : 0;
+    }
+  return {{"input_ids", Tensor::from_vector(ids, {kB, kT})},
+          {"token_type_ids", Tensor::from_vector(types, {kB, kT})},
+          {"attention_mask", Tensor::from_vector(mask, {kB, kT})}};
+}
+
+models::BertInputs bert_inputs(const test::Tensors& in) {
+  return {in.at("input_ids"), in.at("token_type_ids"), in.at("attention_mask")};
+}
+
+std::string bytes_of(const Tensor& t) { return std::string(reinterpret_cast<const char*>(t.data<uint8_t>()), size_t(t.numel())); }
+
+// The generator's file and config.json written as transformers keeps them; returns the weights' path.
+std::string write_checkpoint(const test::Tensors& ref, const std::string& name, bool with_config = true) {
+  const std::string dir = test::scratch_dir("attn_bert_test") + "/" + name;
+  std::filesystem::create_directories(dir);
+  test::write_bytes(dir + "/model.safetensors", bytes_of(ref.at("file")));
+  if (with_config) test::write_bytes(dir + "/config.json", bytes_of(ref.at("config")));
+  return dir + "/model.safetensors";
+}
+
+json gen_args(const std::string& arch, const json& layout = json::object(), int seed = 5) {
+  return {{"seed", seed}, {"architecture", arch}, {"config", kSmall}, {"layout", layout}};
+}
+
+std::shared_ptr<models::BertPreTrainedModel> load(const std::string& path, const std::string& model = "bert-mini",
+                                                  json overrides = json::object()) {
+  models::PretrainedSource s = models::PretrainedSource::foreign(path, model);
+  s.image_classifier_only = false;
+  s.model_config = std::move(overrides);
+  models::Pretrained p = models::load_pretrained(s);
+  EXPECT_EQ(p.model, nullptr);
+  EXPECT_FALSE(p.module->is_training());
+  return std::dynamic_pointer_cast<models::BertPreTrainedModel>(p.module);
+}
+
+// max |a - b|, and the bound 1e-4 * max(1, max |b|) it must stay within.
+struct Delta {
+  double max_abs = 0, bound = 0;
+};
+Delta delta(const Tensor& a, const Tensor& b) {
+  EXPECT_EQ(a.shape(), b.shape());
+  const auto u = a.to_vector<double>(), v = b.to_vector<double>();
+  Delta d;
+  double m = 0;
+  for (size_t i = 0; i < u.size() && i < v.size(); ++i) {
+    d.max_abs = std::max(d.max_abs, std::abs(u[i] - v[i]));
+    m = std::max(m, std::abs(v[i]));
+  }
+  d.bound = 1e-4 * std::max(1.0, m);
+  return d;
+}
+
+void expect_close(const Tensor& a, const Tensor& b, const std::string& what) {
+  ASSERT_TRUE(a.defined()) << what;
+  const Delta d = delta(a, b);
+  std::printf("  %-58s max |delta| %.3g (bound %.3g)\n", what.c_str(), d.max_abs, d.bound);
+  EXPECT_LE(d.max_abs, d.bound) << what;
+}
+
+Tensor run_mlm(models::BertPreTrainedModel& m) {
+  NoGradGuard ng;
+  return m.forward(bert_inputs(inputs())).prediction_logits;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- registry
+
+TEST(Bert, RegistryParameterCountsEqualTorch) {
+  struct Case {
+    const char* name;
+    json torch_config;
+  };
+  const json base = {{"vocab_size", 30522}, {"hidden_size", 768},  {"num_hidden_layers", 12},
+                     {"num_attention_heads", 12}, {"intermediate_size", 3072}, {"max_position_embeddings", 512},
+                     {"type_vocab_size", 2}};
+  json cased = base, large = base, mini = base, small = base;
+  cased["vocab_size"] = 28996;
+  large.update({{"hidden_size", 1024}, {"num_hidden_layers", 24}, {"num_attention_heads", 16}, {"intermediate_size", 4096}});
+  json large_cased = large;
+  large_cased["vocab_size"] = 28996;
+  mini.update({{"hidden_size", 256}, {"num_hidden_layers", 4}, {"num_attention_heads", 4}, {"intermediate_size", 1024}});
+  small.update({{"hidden_size", 512}, {"num_hidden_layers", 4}, {"num_attention_heads", 8}, {"intermediate_size", 2048}});
+  for (const Case& c : {Case{"bert-base-uncased", base}, Case{"bert-base-cased", cased}, Case{"bert-large-uncased", large},
+                        Case{"bert-large-cased", large_cased}, Case{"bert-mini", mini}, Case{"bert-small", small}}) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(models::model_entry(c.name).task, models::kMaskedLM);
+    const auto want = test::torch_ref("bert.count", {}, {{"config", c.torch_config}}).at("counts").to_vector<int64_t>();
+    std::shared_ptr<models::BertPreTrainedModel> m;
+    {
+      nn::init::SkipRandomInit skip(nn::init::SkipRandomInit::Fill::none);   // address space only
+      m = models::create_bert(c.name);
+    }
+    EXPECT_EQ(m->num_base_parameters(), want[0]);
+    EXPECT_EQ(m->num_parameters(), want[1]);   // BertForPreTraining, the tied decoder counted once
+    std::printf("  %-20s BertModel %lld, BertForPreTraining %lld\n", c.name, (long long)want[0], (long long)want[1]);
+  }
+}
+
+TEST(Bert, ConfigIsCheckedAndRoundTrips) {
+  nn::init::SkipRandomInit skip;   // only configs and errors here
+  auto m = models::create_bert("bert-mini", {{"architecture", "BertForTokenClassification"}, {"num_labels", 5},
+                                              {"id2label", {{"0", "O"}, {"1", "B"}, {"2", "I"}, {"3", "X"}, {"4", "Y"}}}});
+  const json cfg = m->config();
+  EXPECT_EQ(cfg["model"], "bert-mini");
+  EXPECT_EQ(models::create("bert-mini", cfg)->config(), cfg);
+  EXPECT_EQ(m->cfg().id2label.at(4), "Y");
+  EXPECT_EQ(test::error_of([] { models::create("bert-mini", {{"hiden_size", 3}}); }),
+            "create_model(bert-mini): unknown config key 'hiden_size'");
+  EXPECT_EQ(test::error_of([] { models::create("bert-mini", {{"hidden_size", "big"}}); }),
+            "bert config: key \"hidden_size\": expected a positive integer, found the string \"big\"");
+  EXPECT_EQ(test::error_of([] { models::create("bert-mini", {{"num_attention_heads", 3}}); }),
+            "bert config: key \"num_attention_heads\": expected a divisor of hidden_size 256, found 3");
+  EXPECT_NE(test::error_of([] { models::create("bert-mini", {{"architecture", "BertForQA"}}); })
+                .find("expected one of \"BertModel\", \"BertForPreTraining\""),
+            std::string::npos);
+  EXPECT_NE(test::error_of([] { models::create("bert-mini", {{"id2label", {{"7", "x"}}}}); }).find("id2label.7"),
+            std::string::npos);
+  EXPECT_EQ(test::error_of([] { models::create_model("bert-mini"); }).rfind("create_model: 'bert-mini' is a masked-lm model", 0),
+            0u);
+}
+
+// MACs per sequence against the module tree: every per-token Linear weight (the MLM decoder is the word
+// embeddings) once per token, the pooled heads once, and Q·Kᵀ and P·V.
+TEST(Bert, MacsPerSequenceFollowTheModules) {
+  nn::init::SkipRandomInit skip;
+  for (const char* arch : {"BertModel", "BertForPreTraining", "BertForMaskedLM", "BertForSequenceClassification",
+                           "BertForTokenClassification"}) {
+    SCOPED_TRACE(arch);
+    auto m = models::create_bert("bert-mini", {{"architecture", arch}, {"num_labels", 5}});
+    const int64_t T = 37, H = m->cfg().hidden_size;
+    int64_t per_token = 0, pooled = 0;
+    for (const auto& [name, p] : m->named_parameters()) {
+      if (p.dim() != 2 || name.find("embeddings") != std::string::npos) continue;
+      const bool once = name.find("pooler") != std::string::npos || name.find("seq_relationship") != std::string::npos ||
+                        (name == "classifier.weight" && std::string(arch) == "BertForSequenceClassification");
+      (once ? pooled : per_token) += p.numel();
+    }
+    const bool mlm = m->cfg().architecture == models::BertArchitecture::pretraining ||
+                     m->cfg().architecture == models::BertArchitecture::masked_lm;
+    if (mlm) per_token += m->cfg().vocab_size * H;   // the tied decoder
+    EXPECT_EQ(m->macs_per_sequence(T), T * per_token + pooled + m->cfg().num_hidden_layers * 2 * T * T * H);
+  }
+}
+
+// Training a BERT is not there yet: the trainer says so instead of misreading the model.
+TEST(Bert, TrainingSaysThereIsNoTask) {
+  train::TrainConfig cfg;
+  cfg.model = "bert-mini";
+  EXPECT_EQ(test::error_of([&] { train::make_task(cfg); }),
+            "train: the model bert-mini is trained on the task 'masked-lm', which has no trainer task");
+}
+
+// ---------------------------------------------------------------- parity
+
+TEST(Bert, PreTrainingOutputsEqualTorch) {
+  const test::Tensors in = inputs();
+  json args = gen_args("BertForPreTraining");
+  args["extras"] = true;
+  const auto ref = test::torch_ref("bert.model", in, args);
+  auto m = load(write_checkpoint(ref, "pretraining"));
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->cfg().architecture, models::BertArchitecture::pretraining);
+  EXPECT_EQ(m->cfg().hidden_size, 32);   // config.json over bert-mini's sizes
+  NoGradGuard ng;
+  const models::BertOutput o = m->forward(bert_inputs(in));
+  expect_close(o.last_hidden_state, ref.at("last_hidden_state"), "last_hidden_state");
+  expect_close(o.pooler_output, ref.at("pooler_output"), "pooler_output");
+  expect_close(o.prediction_logits, ref.at("prediction_logits"), "prediction_logits (MLM)");
+  expect_close(o.seq_relationship_logits, ref.at("seq_relationship_logits"), "seq_relationship_logits (NSP)");
+  // The materialising path with every layer's outputs and attention weights.
+  const models::BertOutput w = m->forward(bert_inputs(in), {.attentions = true, .hidden_states = true});
+  ASSERT_EQ(w.hidden_states.size(), 3u);
+  ASSERT_EQ(w.attentions.size(), 2u);
+  expect_close(stack(w.hidden_states, 0), ref.at("hidden_states"), "hidden_states");
+  expect_close(stack(w.attentions, 0), ref.at("attentions"), "attentions");
+  expect_close(w.prediction_logits, ref.at("prediction_logits"), "prediction_logits (materialising path)");
+  // Padded keys get no weight.
+  EXPECT_EQ(max(abs(w.attentions[0].select(0, 2).slice(2, 4, kT))).item(), 0.0);
+}
+
+TEST(Bert, HeadModelsEqualTorch) {
+  const test::Tensors in = inputs();
+  for (const char* arch : {"BertModel", "BertForMaskedLM", "BertForSequenceClassification", "BertForTokenClassification"}) {
+    SCOPED_TRACE(arch);
+    const auto ref = test::torch_ref("bert.model", in, gen_args(arch, json::object(), 7));
+    auto m = load(write_checkpoint(ref, arch));
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(models::bert_architecture_name(m->cfg().architecture), std::string(arch));
+    NoGradGuard ng;
+    const models::BertOutput o = m->forward(bert_inputs(in));
+    expect_close(o.last_hidden_state, ref.at("last_hidden_state"), std::string(arch) + " last_hidden_state");
+    EXPECT_EQ(o.pooler_output.defined(), ref.count("pooler_output") > 0);
+    if (ref.count("pooler_output")) expect_close(o.pooler_output, ref.at("pooler_output"), std::string(arch) + " pooler");
+    if (ref.count("prediction_logits"))
+      expect_close(o.prediction_logits, ref.at("prediction_logits"), std::string(arch) + " prediction_logits");
+    if (ref.count("logits")) expect_close(o.logits, ref.at("logits"), std::string(arch) + " logits");
+  }
+}
+
+namespace {
+
+// One training step against torch's: the loss and every parameter's gradient (the packed qkv gradient
+// split into transformers' query / key / value). Classifiers: cross-entropy of the logits; masked LM:
+// of the MLM logits at every token (the tied word embeddings get the gradients of both their uses).
+void expect_step_like_torch(const std::string& arch, const Tensor& labels, int seed) {
+  test::Tensors in = inputs();
+  in["labels"] = labels;
+  json args = gen_args(arch, json::object(), seed);
+  args["grad"] = true;
+  const auto ref = test::torch_ref("bert.model", in, args);
+  models::PretrainedSource s = models::PretrainedSource::foreign(write_checkpoint(ref, "grad_" + arch), "bert-mini");
+  s.image_classifier_only = false;
+  s.pack_linear_weights = false;   // trained next
+  auto m = std::dynamic_pointer_cast<models::BertPreTrainedModel>(models::load_pretrained(s).module);
+  ASSERT_NE(m, nullptr);
+  m->train();
+  const models::BertOutput o = m->forward(bert_inputs(in));
+  const Tensor& logits = o.logits.defined() ? o.logits : o.prediction_logits;
+  const Tensor loss = cross_entropy(logits.reshape({-1, logits.size(-1)}), labels.reshape({-1}));
+  loss.backward();
+  expect_close(loss.reshape({1}), ref.at("loss"), "loss");
+  size_t compared = 0;
+  for (const auto& [name, p] : m->named_parameters()) {
+    ASSERT_TRUE(p.grad().defined()) << name;
+    const std::string qkv = ".attention.self.qkv.";
+    const size_t at = name.find(qkv);
+    if (at == std::string::npos) {
+      expect_close(p.grad(), ref.at("grad." + name), "grad " + name);
+      ++compared;
+      continue;
+    }
+    const int64_t H = p.size(0) / 3;
+    const char* parts[] = {"query", "key", "value"};
+    for (int64_t k = 0; k < 3; ++k) {
+      const std::string hf = name.substr(0, at) + ".attention.self." + parts[k] + "." + name.substr(at + qkv.size());
+      expect_close(p.grad().slice(0, k * H, (k + 1) * H), ref.at("grad." + hf), "grad " + hf);
+      ++compared;
+    }
+  }
+  size_t want = 0;
+  for (const auto& [k, v] : ref) want += k.starts_with("grad.");
+  EXPECT_EQ(compared, want);
+}
+
+}  // namespace
+
+TEST(Bert, FineTuningGradientsEqualTorch) {
+  expect_step_like_torch("BertForSequenceClassification", Tensor::from_vector(std::vector<int64_t>{0, 2, 1, 2}, {kB}), 9);
+}
+
+TEST(Bert, MaskedLmGradientsEqualTorch) {
+  expect_step_like_torch("BertForMaskedLM", inputs().at("input_ids"), 10);
+}
+
+// ---------------------------------------------------------------- key variants
+
+TEST(Bert, CheckpointKeyVariantsLoad) {
+  const test::Tensors in = inputs();
+  const json variants[] = {
+      json::object(),                                                     // bert. prefix, decoder.weight + bias
+      {{"prefix", false}},                                                // a checkpoint without "bert."
+      {{"legacy", true}},                                                 // LayerNorm.gamma / .beta
+      {{"decoder_weight", false}, {"decoder_bias", false}},               // model.safetensors: tied keys left out
+      {{"position_ids", false}, {"decoder_bias", false}},
+      {{"bin", true}},                                                    // pytorch_model.bin via the tool: aliases
+      {{"bin", true}, {"legacy", true}, {"prefix", false}, {"decoder_weight", false}},
+  };
+  int i = 0;
+  for (const json& layout : variants) {
+    SCOPED_TRACE(layout.dump());
+    const auto ref = test::torch_ref("bert.model", in, gen_args("BertForPreTraining", layout, 11));
+    auto m = load(write_checkpoint(ref, "variant" + std::to_string(i++)));
+    ASSERT_NE(m, nullptr);
+    expect_close(run_mlm(*m), ref.at("prediction_logits"), "prediction_logits " + layout.dump());
+  }
+}
+
+// A pre-training checkpoint into the base model or a new classifier head (the heads it lacks skipped,
+// as transformers does); the classifier then needs strict = false to keep its initial weights.
+TEST(Bert, HeadsTheModelLacksAreSkipped) {
+  const test::Tensors in = inputs();
+  const auto ref = test::torch_ref("bert.model", in, gen_args("BertForPreTraining", json::object(), 13));
+  const std::string path = write_checkpoint(ref, "skip");
+  auto base = load(path, "bert-mini", {{"architecture", "BertModel"}});
+  NoGradGuard ng;
+  expect_close(base->forward(bert_inputs(in)).last_hidden_state, ref.at("last_hidden_state"), "base last_hidden_state");
+  models::ForeignBertOptions o;
+  o.model = "bert-mini";
+  o.hf_config = json::parse(bytes_of(ref.at("config")));
+  o.overrides = {{"architecture", "BertForSequenceClassification"}};
+  const std::string e = test::error_of([&] { models::load_foreign_bert(io::SafetensorsReader(path), o); });
+  EXPECT_NE(e.find("missing: classifier.weight, classifier.bias"), std::string::npos) << e;
+  o.strict = false;
+  const models::ForeignBert r = models::load_foreign_bert(io::SafetensorsReader(path), o);
+  EXPECT_FALSE(r.skipped.empty());
+  expect_close(r.model->forward(bert_inputs(in)).pooler_output, ref.at("pooler_output"), "classifier's pooler");
+}
+
+// attn convert's checkpoint of BERT weights loads back to the same model, bit for bit.
+TEST(Bert, ConvertedCheckpointLoadsBack) {
+  const test::Tensors in = inputs();
+  const auto ref = test::torch_ref("bert.model", in, gen_args("BertForPreTraining", json::object(), 15));
+  models::PretrainedSource s = models::PretrainedSource::foreign(write_checkpoint(ref, "convert"), "bert-mini");
+  s.image_classifier_only = false;
+  s.pack_linear_weights = false;
+  const models::Pretrained p = models::load_pretrained(s);
+  json extra = p.metadata;
+  extra["config"] = p.module->config();
+  const std::string ckpt = test::scratch_dir("attn_bert_test") + "/converted.safetensors";
+  train::save_checkpoint(ckpt, *p.module, nullptr, extra);
+  models::PretrainedSource c = models::PretrainedSource::checkpoint(ckpt);
+  EXPECT_NE(test::error_of([&] { models::load_pretrained(c); }).find("not an image classifier"), std::string::npos);
+  c.image_classifier_only = false;
+  c.pack_linear_weights = false;   // the same GEMMs as the source model's
+  const models::Pretrained q = models::load_pretrained(c);
+  EXPECT_EQ(q.model_name, "bert-mini");
+  EXPECT_EQ(q.source, "hf");
+  auto a = std::dynamic_pointer_cast<models::BertPreTrainedModel>(p.module);
+  auto b = std::dynamic_pointer_cast<models::BertPreTrainedModel>(q.module);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(run_mlm(*a).to_vector<float>(), run_mlm(*b).to_vector<float>());
+}
+
+// ---------------------------------------------------------------- errors
+
+namespace {
+
+// The generator's file with `edit` applied, written beside its config.json; returns load's error.
+std::string load_error(const std::string& name, const std::function<void(io::TensorList&)>& edit,
+                       const std::string& model = "bert-mini", bool with_config = true,
+                       const std::function<void(json&)>& edit_config = nullptr) {
+  const auto ref = test::torch_ref("bert.model", inputs(), gen_args("BertForPreTraining", json::object(), 17));
+  const std::string path = write_checkpoint(ref, name, false);
+  io::SafetensorsFile f = io::load_safetensors(path);
+  edit(f.tensors);
+  io::save_safetensors(path, f.tensors, f.metadata);
+  if (with_config) {
+    json cfg = json::parse(bytes_of(ref.at("config")));
+    if (edit_config) edit_config(cfg);
+    test::write_bytes(path.substr(0, path.rfind('/')) + "/config.json", cfg.dump());
+  }
+  return test::error_of([&] { load(path, model); });
+}
+
+void drop(io::TensorList& sd, const std::string& key) {
+  sd.erase(std::remove_if(sd.begin(), sd.end(), [&](const auto& kv) { return kv.first == key; }), sd.end());
+}
+
+void reshape(io::TensorList& sd, const std::string& key, const Shape& shape) {
+  for (auto& [k, v] : sd)
+    if (k == key) v = Tensor::zeros(shape);
+}
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST(Bert, MissingKeyIsNamed) {
+  const std::string e = load_error("missing", [](io::TensorList& sd) { drop(sd, "bert.encoder.layer.1.attention.self.key.weight"); });
+  EXPECT_TRUE(has(e, "missing: bert.encoder.layer.1.attention.self.key.weight")) << e;
+  EXPECT_TRUE(has(e, "model 'bert-mini' (BertForPreTraining, with config.json)")) << e;
+  const std::string f = load_error("missing2", [](io::TensorList& sd) { drop(sd, "cls.seq_relationship.bias"); });
+  EXPECT_TRUE(has(f, "missing: cls.seq_relationship.bias")) << f;
+}
+
+TEST(Bert, MisShapedKeyIsNamed) {
+  const std::string e = load_error("shape", [](io::TensorList& sd) {
+    reshape(sd, "bert.encoder.layer.0.attention.output.dense.weight", {32, 31});
+  });
+  EXPECT_TRUE(has(e, "mis-shaped: bert.encoder.layer.0.attention.output.dense.weight is [32, 31], the model expects [32, 32]"))
+      << e;
+  const std::string d = load_error("decoder", [](io::TensorList& sd) { reshape(sd, "cls.predictions.decoder.weight", {98, 32}); });
+  EXPECT_TRUE(has(d, "cls.predictions.decoder.weight is [98, 32], the model expects [99, 32] (tied to the word embeddings)"))
+      << d;
+  const std::string u = load_error("unexpected", [](io::TensorList& sd) { sd.emplace_back("bert.encoder.extra", Tensor::zeros({2})); });
+  EXPECT_TRUE(has(u, "unexpected: bert.encoder.extra")) << u;
+}
+
+TEST(Bert, ConfigThatDisagreesWithTheWeightsIsNamed) {
+  const std::string e = load_error("config", [](io::TensorList&) {}, "bert-mini", true,
+                                   [](json& c) { c["hidden_size"] = 64; c["num_hidden_layers"] = 3; });
+  EXPECT_TRUE(has(e, "hidden_size 64 expected, the weights have 32 (bert.embeddings.word_embeddings.weight is [99, 32])"))
+      << e;
+  EXPECT_TRUE(has(e, "num_hidden_layers 3 expected, the weights have 2")) << e;
+  const std::string t = load_error("model_type", [](io::TensorList&) {}, "bert-mini", true,
+                                   [](json& c) { c["model_type"] = "roberta"; });
+  EXPECT_TRUE(has(t, "config.json: key \"model_type\": expected \"bert\" (a BERT config), found \"roberta\"")) << t;
+}
+
+TEST(Bert, AnotherSizeOrFamilyIsNamed) {
+  // No config.json: bert-base-uncased's sizes against the small weights.
+  const std::string e = load_error("size", [](io::TensorList&) {}, "bert-base-uncased", false);
+  EXPECT_TRUE(has(e, "model 'bert-base-uncased' (BertForPreTraining)")) << e;
+  EXPECT_TRUE(has(e, "vocab_size 30522 expected, the weights have 99")) << e;
+  EXPECT_TRUE(has(e, "hidden_size 768 expected, the weights have 32")) << e;
+  const std::string v = load_error("family", [](io::TensorList& sd) {
+    sd = {{"vit.embeddings.patch_embeddings.projection.weight", Tensor::zeros({8, 3, 4, 4})},
+          {"vit.encoder.layer.0.attention.attention.query.weight", Tensor::zeros({8, 8})}};
+  });
+  EXPECT_TRUE(has(v, "expected a BERT checkpoint")) << v;
+  EXPECT_TRUE(has(v, "vit.embeddings.patch_embeddings.projection.weight")) << v;
+  // An image command asking for a BERT.
+  models::PretrainedSource s = models::PretrainedSource::foreign("x.safetensors", "bert-mini");
+  EXPECT_EQ(test::error_of([&] { models::load_pretrained(s); }),
+            "load_pretrained: 'bert-mini' is a masked-lm model (BERT), not an image classifier");
+}
+
+// config.json's id2label names the classes (load_pretrained's labels, kept in the model's config); an
+// architecture attn has no BERT class for is named.
+TEST(Bert, ConfigJsonLabelsAndArchitecture) {
+  const test::Tensors in = inputs();
+  const auto ref = test::torch_ref("bert.model", in, gen_args("BertForSequenceClassification", json::object(), 19));
+  const std::string path = write_checkpoint(ref, "labels");
+  const std::string cfg_path = path.substr(0, path.rfind('/')) + "/config.json";
+  json cfg = json::parse(bytes_of(ref.at("config")));
+  cfg["id2label"] = {{"0", "negative"}, {"1", "neutral"}, {"2", "positive"}};
+  cfg["label2id"] = {{"negative", 0}, {"neutral", 1}, {"positive", 2}};
+  cfg.erase("num_labels");
+  test::write_bytes(cfg_path, cfg.dump());
+  models::PretrainedSource s = models::PretrainedSource::foreign(path, "bert-mini");
+  s.image_classifier_only = false;
+  const models::Pretrained p = models::load_pretrained(s);
+  EXPECT_EQ(p.labels, (std::vector<std::string>{"negative", "neutral", "positive"}));
+  EXPECT_EQ(p.module->config()["id2label"]["2"], "positive");
+  cfg["architectures"] = {"BertForQuestionAnswering"};
+  test::write_bytes(cfg_path, cfg.dump());
+  const std::string e = test::error_of([&] { models::load_pretrained(s); });
+  EXPECT_NE(e.find("key \"architectures\": expected a BERT class attn has"), std::string::npos) << e;
+  EXPECT_NE(e.find("found \"BertForQuestionAnswering\""), std::string::npos) << e;
+}
