@@ -7,7 +7,10 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <filesystem>
 
 #include "attn/attn.h"
@@ -29,6 +32,28 @@ using test::error_of;
 namespace {
 
 std::string tmp_dir(const std::string& name) { return test::fresh_tmp_dir("attn_seq2seq_test", name); }
+
+// The share of the copy alignment's attention within +-1 of the diagonal that the trained model
+// must reach. Measured 0.814 (2 threads, AVX-512 host); uniform attention over the 8 source tokens
+// gives 0.344, so 0.6 tells an alignment that follows the diagonal from one that does not.
+constexpr double kDiagonalMass = 0.6;
+
+// Of the attention rows t < min(T, S) of a (T, S) alignment: the share of their mass on source
+// positions s with |s - t| <= width, and that share under uniform attention.
+std::pair<double, double> diagonal_mass(const Tensor& weights, int64_t width) {
+  const int64_t T = weights.size(0), S = weights.size(1), rows = std::min(T, S);
+  const std::vector<float> w = weights.contiguous().to_vector<float>();
+  double band = 0, total = 0, cells = 0;
+  for (int64_t t = 0; t < rows; ++t)
+    for (int64_t s = 0; s < S; ++s) {
+      total += w[size_t(t * S + s)];
+      if (std::abs(s - t) <= width) {
+        band += w[size_t(t * S + s)];
+        cells += 1;
+      }
+    }
+  return {total > 0 ? band / total : 0.0, cells / double(rows * S)};
+}
 
 train::TrainConfig tiny_copy(const std::string& out) {
   auto cfg = test::quiet<train::TrainConfig>(out);
@@ -87,12 +112,17 @@ TEST(Seq2SeqTrain, TransformerTrainsAndTheCheckpointTranslatesAlone) {
   ASSERT_EQ(beam.size(), src.size());
   EXPECT_EQ(t.translate(src, 1, 0.6, 0, /*batch=*/1), greedy);   // batching does not change results
 
-  // The alignment of a copy is (nearly) the diagonal.
+  // The alignment of a copy is (nearly) the diagonal: target token t attends mostly to source
+  // tokens t - 1 .. t + 1 (rows of the copied tokens; the eos row may look anywhere).
   infer::Alignment al = t.align("abcdefgh");
   ASSERT_EQ(al.weights.dim(), 2);
   EXPECT_EQ(al.weights.size(1), 8);
   EXPECT_EQ(al.src_pieces.size(), 8u);
   EXPECT_EQ(al.weights.size(0), int64_t(al.tgt_pieces.size()));
+  const auto [band, uniform] = diagonal_mass(al.weights, 1);
+  std::printf("  alignment of 'abcdefgh' -> '%s': %.3f of the attention within +-1 of the diagonal "
+              "(uniform attention: %.3f)\n", al.translation.c_str(), band, uniform);
+  EXPECT_GE(band, kDiagonalMass) << "translation '" << al.translation << "'";
 
   // Bad input.
   EXPECT_NE(error_of([&] { t.translate({""}); }).find("the source text is empty"), std::string::npos);
