@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -21,6 +22,8 @@
 #include "attn/train/tasks/image_classification.h"
 #include "attn/train/trainer.h"
 #include "attn/infer/translate.h"
+#include "attn/models/decode.h"
+#include "attn/ops/softmax.h"
 #include "attn/train/tasks/translation.h"
 #include "errors.h"
 #include "attn/train/checkpoint.h"
@@ -53,6 +56,22 @@ std::pair<double, double> diagonal_mass(const Tensor& weights, int64_t width) {
       }
     }
   return {total > 0 ? band / total : 0.0, cells / double(rows * S)};
+}
+
+// The log-probability the model gives `tokens` after `src` by teacher forcing (forward() on the
+// whole sequence), eos included when the output ended before `cap`; and the length counted.
+std::pair<double, int64_t> teacher_forced_log_prob(models::Seq2SeqModel& m, const Tensor& src,
+                                                   const std::vector<int64_t>& tokens, int64_t cap) {
+  NoGradGuard ng;
+  std::vector<int64_t> in = {models::bos_id}, want = tokens;
+  in.insert(in.end(), tokens.begin(), tokens.end());
+  if (int64_t(tokens.size()) < cap) want.push_back(models::eos_id);
+  else in.pop_back();   // ended at the cap: no eos to score
+  const int64_t T = int64_t(in.size());
+  const Tensor lp = log_softmax(m.forward(src, Tensor(), Tensor::from_vector(in, {1, T})), -1);   // (1, T, V)
+  double sum = 0;
+  for (int64_t t = 0; t < T; ++t) sum += lp.at({0, t, want[size_t(t)]});
+  return {sum, T};
 }
 
 train::TrainConfig tiny_copy(const std::string& out) {
@@ -111,6 +130,20 @@ TEST(Seq2SeqTrain, TransformerTrainsAndTheCheckpointTranslatesAlone) {
   const auto beam = t.translate(src, 4);
   ASSERT_EQ(beam.size(), src.size());
   EXPECT_EQ(t.translate(src, 1, 0.6, 0, /*batch=*/1), greedy);   // batching does not change results
+  EXPECT_EQ(t.translate(src, 4, 0.6, 0, /*batch=*/1), beam);
+  // Each beam translation is the best hypothesis of models::beam_search on that sentence alone, and
+  // its score is what teacher forcing gives that hypothesis: sum log p (eos included, unless the
+  // cap ended it) / ((5 + len) / 6)^0.6.
+  for (size_t i = 0; i < src.size(); ++i) {
+    const std::vector<int64_t> ids = t.tokenizer().encode(src[i]);
+    const int64_t S = int64_t(ids.size()), cap = std::min<int64_t>(t.model().max_length() - 1, 2 * S + 10);
+    const Tensor x = Tensor::from_vector(ids, {1, S});
+    const models::DecodeResult r =
+        models::beam_search(t.model(), x, Tensor(), {.beam = 4, .length_penalty = 0.6, .max_len = cap});
+    EXPECT_EQ(t.tokenizer().decode(r.tokens[0]), beam[i]) << src[i];
+    const auto [forced, len] = teacher_forced_log_prob(t.model(), x, r.tokens[0], cap);
+    EXPECT_NEAR(r.scores[0], forced / std::pow((5.0 + double(len)) / 6.0, 0.6), 1e-4) << src[i];
+  }
 
   // The alignment of a copy is (nearly) the diagonal: target token t attends mostly to source
   // tokens t - 1 .. t + 1 (rows of the copied tokens; the eos row may look anywhere).
