@@ -36,6 +36,16 @@ std::vector<int64_t> Translator::encode_source(const std::string& s) const {
   return ids;
 }
 
+namespace {
+
+// The most target tokens (eos included) for a source of `source_tokens`: max_len when > 0, else
+// about twice the source, within the model's maximum.
+int64_t target_cap(const models::Seq2SeqModel& model, size_t source_tokens, int64_t max_len) {
+  return max_len > 0 ? max_len : std::min<int64_t>(model.max_length() - 1, int64_t(source_tokens) * 2 + 10);
+}
+
+}  // namespace
+
 std::vector<std::string> Translator::translate(const std::vector<std::string>& sources, int64_t beam,
                                                double length_penalty, int64_t max_len, int64_t batch) const {
   ATTN_CHECK(beam >= 1 && batch >= 1, "translate: expected beam >= 1 and batch >= 1, got ", beam, " and ", batch);
@@ -49,8 +59,20 @@ std::vector<std::string> Translator::translate(const std::vector<std::string>& s
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ids[a].size() < ids[b].size(); });
   std::vector<std::string> out(sources.size());
-  for (size_t s = 0; s < order.size(); s += size_t(batch)) {
-    const size_t e = std::min(order.size(), s + size_t(batch));
+  for (size_t s = 0, e = 0; s < order.size(); s = e) {
+    e = std::min(order.size(), s + size_t(batch));
+    // Beam search runs each batch to one cap, and a search to a longer cap is not the search to a
+    // shorter one cut short (its final step and its early stop depend on the cap): a beam batch holds
+    // only sentences of one cap, so that a sentence translates the same in any batch. Greedy
+    // decoding is cut per row below (its tokens do not depend on the cap).
+    if (beam > 1) {
+      const int64_t first = target_cap(*model_, ids[order[s]].size(), max_len);
+      for (size_t k = s + 1; k < e; ++k)
+        if (target_cap(*model_, ids[order[k]].size(), max_len) != first) {
+          e = k;
+          break;
+        }
+    }
     size_t S = 0;
     for (size_t k = s; k < e; ++k) S = std::max(S, ids[order[k]].size());
     const int64_t B = int64_t(e - s);
@@ -66,14 +88,14 @@ std::vector<std::string> Translator::translate(const std::vector<std::string>& s
       }
     }
     // Targets a little longer than the source, within the model's maximum.
-    const int64_t cap = max_len > 0 ? max_len : std::min<int64_t>(model_->max_length() - 1, int64_t(S) * 2 + 10);
+    const int64_t cap = target_cap(*model_, S, max_len);
     models::DecodeResult r = beam == 1 ? models::greedy_decode(*model_, src, pad, cap)
                                        : models::beam_search(*model_, src, pad,
                                                              {.beam = beam, .length_penalty = length_penalty, .max_len = cap});
     for (size_t k = s; k < e; ++k) {
       // Each row's own cap (about twice its source), so a row translates the same in any batch.
       std::vector<int64_t> t = r.tokens[k - s];
-      const size_t own = max_len > 0 ? size_t(max_len) : size_t(std::min<int64_t>(cap, int64_t(ids[order[k]].size()) * 2 + 10));
+      const size_t own = size_t(target_cap(*model_, ids[order[k]].size(), max_len));
       if (t.size() > own) t.resize(own);
       out[order[k]] = tok_->decode(t);
     }

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <set>
 #include <thread>
 
@@ -12,6 +14,7 @@
 #include "attn/data/transforms.h"
 #include "errors.h"
 #include "torch_ref.h"
+#include "watchdog.h"
 
 using namespace attn;
 using test::error_of;
@@ -277,16 +280,74 @@ TEST(Loader, DatasetErrorsReachTheCaller) {
   }
 }
 
+// Counts the reads in progress and done; each read takes `delay`, so a batch takes long enough for a
+// loader to be destroyed while its worker is still building one.
+class SlowCountingDataset : public data::Dataset {
+ public:
+  SlowCountingDataset(int64_t n, std::chrono::microseconds delay) : n_(n), delay_(delay) {}
+  int64_t size() const override { return n_; }
+  Shape image_shape() const override { return {1, 2, 3}; }
+  int64_t read(int64_t i, float* out) const override {
+    ++in_flight_;
+    std::this_thread::sleep_for(delay_);
+    for (int k = 0; k < 6; ++k) out[k] = float(i);
+    ++reads_;
+    --in_flight_;
+    return i;
+  }
+  mutable std::atomic<int64_t> in_flight_{0}, reads_{0};
+
+ private:
+  int64_t n_;
+  std::chrono::microseconds delay_;
+};
+
+// Destroyed at any point (idle, while the worker builds a batch, after a seek), a loader returns
+// promptly (a watchdog bounds the whole test at 60 s, not the binary's 1800 s), and nothing of it
+// outlives it: its worker holds no reference to the dataset and reads nothing more. The batches it
+// handed out before are the right ones.
 TEST(Loader, DestroysCleanlyAtAnyPoint) {
-  auto ds = make_dataset(300);
+  test::Watchdog dog(std::chrono::seconds(60), "Loader.DestroysCleanlyAtAnyPoint");
+  auto ds = std::make_shared<SlowCountingDataset>(300, std::chrono::microseconds(300));
+  int64_t destroyed_while_reading = 0;
   for (int i = 0; i < 20; ++i) {
     data::LoaderOptions o;
     o.batch_size = 64;
-    data::DataLoader loader(ds, o);
-    if (i % 2) loader.next();
-    if (i % 3 == 0) loader.seek({4, 1});
+    o.seed = uint64_t(i);
+    {
+      data::DataLoader loader(ds, o);
+      if (i % 2) {
+        const data::Batch b = loader.next();
+        const std::vector<int64_t> order = loader.epoch_order(0);
+        EXPECT_EQ(labels_of(b), std::vector<int64_t>(order.begin(), order.begin() + 64)) << "loader " << i;
+        EXPECT_EQ(b.images.at({5, 0, 1, 2}), double(order[5])) << "loader " << i;
+      }
+      if (i % 3 == 0) loader.seek({4, 1});
+      destroyed_while_reading += ds->in_flight_.load() > 0;
+    }
+    EXPECT_EQ(ds.use_count(), 1) << "loader " << i << ": something still holds the dataset after the loader is gone";
+    EXPECT_EQ(ds->in_flight_.load(), 0) << "loader " << i << ": a read still runs after the loader is gone";
+    const int64_t reads = ds->reads_.load();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    EXPECT_EQ(ds->reads_.load(), reads) << "loader " << i << ": reads went on after the loader was destroyed";
   }
-  SUCCEED();
+  std::printf("  %lld of 20 loaders destroyed while their worker was reading\n", (long long)destroyed_while_reading);
+  EXPECT_GT(destroyed_while_reading, 0) << "no loader was destroyed mid-batch: the test missed its main case";
+}
+
+// The watchdog itself: a test still running at its limit ends with the message (and exit code 1).
+TEST(LoaderDeathTest, WatchdogEndsAHungTestWithAMessage) {
+  ::testing::GTEST_FLAG(death_test_style) = "threadsafe";
+  EXPECT_EXIT(
+      {
+        test::Watchdog dog(std::chrono::milliseconds(100), "a deliberate hang");
+        std::this_thread::sleep_for(std::chrono::seconds(20));
+      },
+      ::testing::ExitedWithCode(1), "watchdog: a deliberate hang: still running after 0.1 s");
+  // Done in time: nothing happens, and the destructor returns at once.
+  const auto t0 = std::chrono::steady_clock::now();
+  { test::Watchdog dog(std::chrono::seconds(30), "a quick step"); }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
 }
 
 TEST(Loader, ErrorMessages) {

@@ -51,7 +51,10 @@ TEST(Safetensors, RoundTripAllDTypesAndMetadata) {
     const Tensor* got = f.find(name);
     ASSERT_NE(got, nullptr) << name;
     EXPECT_EQ(got->dtype(), t.dtype()) << name;
-    EXPECT_TENSOR_NEAR(got->to(DType::f64), t.to(DType::f64), 0, 0) << name;
+    // "empty" is (0, 3) by design: its shape is what round-trips.
+    EXPECT_TRUE(test::near(got->to(DType::f64), t.to(DType::f64), 0, 0,
+                           name == "empty" ? test::Empty::expected : test::Empty::fails))
+        << name;
   }
   // The header is padded to a multiple of 8 and the file has no temporary left over.
   std::string bytes = [&] {

@@ -1,6 +1,7 @@
 // Decoding (models/decode.h): cached greedy == uncached greedy on a Transformer, beam 1 == greedy,
-// batched beam search == one sentence at a time, beam search beating greedy on a hand-built toy
-// model, and a small Transformer learning the copy task to 100% exact match.
+// batched beam search == one sentence at a time, beam search with length penalty == an independent
+// Python beam search over the same weights (tests/golden/gen/decode.py), beam search beating greedy
+// on a hand-built toy model, and a small Transformer learning the copy task to 100% exact match.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -12,6 +13,7 @@
 #include "attn/models/decode.h"
 #include "attn/models/transformer.h"
 #include "attn/ops/loss.h"
+#include "attn/ops/softmax.h"
 #include "attn/optim/adam.h"
 #include "attn/optim/schedule.h"
 #include "errors.h"
@@ -120,6 +122,51 @@ TEST(Decode, RegistryModelsCachedEqualsUncached) {
       EXPECT_EQ(all.tokens[size_t(r)], one.tokens[0]) << name << " row " << r;
     }
   }
+}
+
+// Against an independent beam search (tests/golden/gen/decode.py): the same weights in
+// torch.nn.Transformer, each sentence decoded alone on its whole prefix every step, the search
+// written from decode.h's description. Beam 1..5, length penalty 0..3; max_len 12 so that some
+// searches end at eos, some by the early stop and some at the cap.
+TEST(Decode, BeamSearchEqualsAnIndependentPythonBeamSearch) {
+  auto m = random_model(11);
+  const Batch x = random_src(4, 6, 12);
+  const int64_t max_len = 12;
+  const std::vector<int64_t> beams = {1, 2, 3, 4, 5};
+  const std::vector<double> alphas = {0.0, 0.6, 1.0, 2.0, 3.0};
+  test::Tensors in = {{"src", x.src}, {"src_pad", x.src_pad}};
+  for (const auto& [name, p] : m->named_parameters()) in["p." + name] = p;
+  const auto ref = test::torch_ref("decode.beam_search", in,
+                                   {{"d_model", 16}, {"nhead", 2}, {"layers", 2}, {"d_ff", 32}, {"max_len", max_len},
+                                    {"beams", beams}, {"alphas", alphas}});
+  {  // The two models agree before any search: the first step's log-probabilities.
+    NoGradGuard ng;
+    auto st = m->start(x.src, x.src_pad);
+    const Tensor lp0 = log_softmax(m->step(*st, Tensor::full({4}, double(bos_id), DType::i64)), -1);
+    EXPECT_TENSOR_NEAR(lp0, ref.at("logp0"), 1e-5, 1e-5);
+  }
+  int64_t at_cap = 0, before_cap = 0, differ_from_greedy = 0;
+  const auto greedy = models::greedy_decode(*m, x.src, x.src_pad, max_len);
+  for (int64_t K : beams)
+    for (size_t i = 0; i < alphas.size(); ++i) {
+      const auto r = models::beam_search(*m, x.src, x.src_pad, {.beam = K, .length_penalty = alphas[i], .max_len = max_len});
+      const std::string key = std::to_string(K) + "." + std::to_string(i);
+      const Tensor toks = ref.at("tokens." + key), scores = ref.at("scores." + key);
+      for (int64_t b = 0; b < 4; ++b) {
+        std::vector<int64_t> want;
+        for (int64_t t = 0; t < max_len && toks.at({b, t}) >= 0; ++t) want.push_back(int64_t(toks.at({b, t})));
+        EXPECT_EQ(r.tokens[size_t(b)], want) << "beam " << K << ", alpha " << alphas[i] << ", row " << b;
+        EXPECT_NEAR(r.scores[size_t(b)], scores.at({b}), 1e-4) << "beam " << K << ", alpha " << alphas[i] << ", row " << b;
+        (int64_t(want.size()) == max_len ? at_cap : before_cap) += 1;
+        differ_from_greedy += want != greedy.tokens[size_t(b)];
+      }
+    }
+  std::printf("  %lld results ended before the cap, %lld at it; %lld differ from greedy\n", (long long)before_cap,
+              (long long)at_cap, (long long)differ_from_greedy);
+  // The comparison covers both endings and searches that find more than greedy does.
+  EXPECT_GT(before_cap, 0);
+  EXPECT_GT(at_cap, 0);
+  EXPECT_GT(differ_from_greedy, 0);
 }
 
 // ------------------------------------------------------------------ toy model

@@ -63,8 +63,8 @@ TEST(PosEmbed, ResampleMatchesTorch) {
                                 {"new_w", k.nw}});
     const Tensor y = nn::resample_pos_embed(pos, {k.oh, k.ow}, {k.nh, k.nw}, k.prefix);
     EXPECT_TENSOR_NEAR(y, ref.at("out"), 2e-6, 2e-6) << k.oh << "x" << k.ow << " -> " << k.nh << "x" << k.nw;
-    // The prefix tokens pass through unchanged.
-    EXPECT_TENSOR_NEAR(y.slice(1, 0, k.prefix), pos.slice(1, 0, k.prefix), 0, 0);
+    // The prefix tokens pass through unchanged (where there are any).
+    if (k.prefix > 0) EXPECT_TENSOR_NEAR(y.slice(1, 0, k.prefix), pos.slice(1, 0, k.prefix), 0, 0);
   }
   manual_seed(5);
   const Tensor pos = Tensor::randn({1, 2 + 9, 4});
@@ -113,7 +113,7 @@ TEST(PosEmbed, ResampleAntialiasMatchesTorch) {
                                 {"new_w", k.nw}, {"antialias", true}});
     const Tensor y = nn::resample_pos_embed(pos, {k.oh, k.ow}, {k.nh, k.nw}, k.prefix, /*antialias=*/true);
     EXPECT_TENSOR_NEAR(y, ref.at("out"), 2e-6, 2e-6) << k.oh << "x" << k.ow << " -> " << k.nh << "x" << k.nw;
-    EXPECT_TENSOR_NEAR(y.slice(1, 0, k.prefix), pos.slice(1, 0, k.prefix), 0, 0);
+    if (k.prefix > 0) EXPECT_TENSOR_NEAR(y.slice(1, 0, k.prefix), pos.slice(1, 0, k.prefix), 0, 0);
   }
 }
 

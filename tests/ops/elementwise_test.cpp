@@ -96,7 +96,7 @@ TEST_P(BinaryOps, BroadcastMatchesTorch) {
     Tensor aa = a.clone().requires_grad_(), bb = b.clone().requires_grad_();
     Tensor y = apply_binary(op, aa, bb);
     y.backward(gout);
-    EXPECT_TENSOR_NEAR(y, ref.at("out"), 1e-12, 1e-12);
+    EXPECT_TENSOR_NEAR_OR_EMPTY(y, ref.at("out"), 1e-12, 1e-12);   // (0, 3) + (3): empty by design
     if (y.numel() > 0) {
       EXPECT_TENSOR_NEAR(aa.grad(), ref.at("da"), 1e-12, 1e-12);
       EXPECT_TENSOR_NEAR(bb.grad(), ref.at("db"), 1e-12, 1e-12);
@@ -313,4 +313,91 @@ TEST(BinaryOps, StridedWalkMergesDimsAndSplitsLongRows) {
     }
   }
   set_num_threads(threads);
+}
+
+// s - x and s / x (rsub, rdiv; also `s - x`, `s / x`): forward and backward against PyTorch in f32
+// and f64, operator spellings, division by signed zeros, and finite differences.
+TEST(ScalarLeftOps, MatchTorchForwardBackward) {
+  Generator g(41);
+  for (const char* op : {"rsub", "rdiv"})
+    for (DType dt : {DType::f32, DType::f64})
+      for (double s : {2.5, -0.75}) {
+        Tensor x = randn({6, 33}, g, dt) * 2.0;
+        if (std::string(op) == "rdiv") x = abs(x) + 0.2;
+        const Tensor gout = randn({6, 33}, g, dt);
+        auto ref = torch_ref("elementwise.scalar_left", {{"x", x}, {"g", gout}}, {{"op", op}, {"s", s}});
+        Tensor xx = x.clone().requires_grad_();
+        Tensor y = std::string(op) == "rsub" ? rsub(s, xx) : rdiv(s, xx);
+        y.backward(gout);
+        const double tol = dt == DType::f32 ? 2e-6 : 1e-12;
+        EXPECT_TENSOR_NEAR(y, ref.at("out"), tol, tol) << op << " " << dtype_name(dt) << " s " << s;
+        EXPECT_TENSOR_NEAR(xx.grad(), ref.at("dx"), tol, tol) << op << " " << dtype_name(dt) << " s " << s;
+        const Tensor spelled = std::string(op) == "rsub" ? s - x : s / x;
+        EXPECT_TENSOR_NEAR(spelled, y.detach(), 0, 0) << op << ": the operator form";
+      }
+  const Tensor z = Tensor::from_vector<float>({0.f, -0.f, INFINITY, -2.f}, {4});
+  auto ref = torch_ref("elementwise.scalar_left", {{"x", z}, {"g", Tensor::ones({4})}}, {{"op", "rdiv"}, {"s", 1.0}});
+  EXPECT_TENSOR_NEAR(rdiv(1.0, z), ref.at("out"), 0, 0) << "1 / [0, -0, inf, -2]";
+  Tensor a = randn({3, 4}, g, DType::f64);
+  EXPECT_TRUE(test::gradcheck([](const std::vector<Tensor>& in) { return rsub(1.5, in[0]); }, {a}));
+  EXPECT_TRUE(test::gradcheck([](const std::vector<Tensor>& in) { return rdiv(-3.0, in[0]); }, {abs(a) + 0.5}));
+}
+
+// eq: broadcast like the arithmetic ops, u8 0/1 out as torch.eq, NaN unequal to itself, -0 == 0,
+// on f32, f64 and i64; no history even for inputs that require gradients; mixed dtypes refused.
+TEST(Compare, EqMatchesTorch) {
+  Generator g(42);
+  const std::vector<std::pair<Shape, Shape>> shapes = {{{4, 5}, {4, 5}}, {{3, 1, 5}, {4, 1}}, {{}, {2, 3}}};
+  double equal = 0, unequal = 0;
+  for (DType dt : {DType::f32, DType::f64, DType::i64})
+    for (const auto& [sa, sb] : shapes) {
+      // Small integers, so that about a third of the pairs are equal.
+      const Tensor a = (rand(sa, g, DType::f64) * 3.0 - 0.5).to(DType::i64).to(dt);
+      const Tensor b = (rand(sb, g, DType::f64) * 3.0 - 0.5).to(DType::i64).to(dt);
+      auto ref = torch_ref("elementwise.eq", {{"a", a}, {"b", b}});
+      const Tensor y = eq(a, b);
+      EXPECT_EQ(y.dtype(), DType::u8);
+      EXPECT_TENSOR_NEAR(y, ref.at("out"), 0, 0) << dtype_name(dt) << " " << shape_str(sa) << " == " << shape_str(sb);
+      const double ones = sum(y.to(DType::f64)).item();
+      equal += ones;
+      unequal += double(y.numel()) - ones;
+    }
+  EXPECT_GT(equal, 0.0) << "no equal pair: the cases test only one answer";
+  EXPECT_GT(unequal, 0.0) << "no unequal pair: the cases test only one answer";
+  const Tensor s = Tensor::from_vector<float>({NAN, 0.f, -0.f, INFINITY, 1.f}, {5});
+  const Tensor t = Tensor::from_vector<float>({NAN, -0.f, 0.f, INFINITY, 1.0000001f}, {5});
+  auto ref = torch_ref("elementwise.eq", {{"a", s}, {"b", t}});
+  EXPECT_TENSOR_NEAR(eq(s, t), ref.at("out"), 0, 0) << "NaN, signed zeros, infinity, one ulp apart";
+  Tensor x = randn({3}, g).requires_grad_();
+  const Tensor y = eq(x, x);
+  EXPECT_FALSE(y.requires_grad()) << "a comparison records no history";
+  EXPECT_EQ(y.to_vector<uint8_t>(), (std::vector<uint8_t>{1, 1, 1}));
+  EXPECT_EQ(error_of([&] { eq(Tensor::zeros({2}), Tensor::zeros({2}, DType::f64)); }), "eq: dtypes differ (f32 and f64)");
+  EXPECT_NE(error_of([&] { eq(Tensor::zeros({2, 3}), Tensor::zeros({4})); }).find("do not broadcast"), std::string::npos);
+}
+
+// sum_to, the backward of broadcasting, as torch's Tensor.sum_to_size: leading dims summed away,
+// size-1 dims kept, the identity when the shapes agree; its own backward (an expand) against
+// torch's; and the shapes it cannot reach named.
+TEST(Reduce, SumToMatchesTorch) {
+  Generator g(43);
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{2, 3, 4}, {3, 1}}, {{2, 3, 4}, {1, 1, 4}}, {{2, 3, 4}, {4}}, {{2, 3}, {}}, {{5, 2}, {5, 2}}, {{4, 1, 3}, {1, 3}}};
+  for (const auto& [from, to] : cases)
+    for (DType dt : {DType::f32, DType::f64}) {
+      const Tensor x = randn(from, g, dt), gout = randn(to, g, dt);
+      nlohmann::json shape = nlohmann::json::array();
+      for (int64_t d : to) shape.push_back(d);
+      auto ref = torch_ref("elementwise.sum_to", {{"x", x}, {"g", gout}}, {{"shape", shape}});
+      Tensor xx = x.clone().requires_grad_();
+      Tensor y = sum_to(xx, to);
+      y.backward(gout);
+      const double tol = dt == DType::f32 ? 2e-6 : 1e-12;
+      EXPECT_TENSOR_NEAR(y, ref.at("out"), tol, tol) << shape_str(from) << " -> " << shape_str(to);
+      EXPECT_TENSOR_NEAR(xx.grad(), ref.at("dx"), tol, tol) << shape_str(from) << " -> " << shape_str(to);
+    }
+  EXPECT_EQ(error_of([&] { sum_to(Tensor::zeros({2, 3}), {4}); }), "sum_to: cannot sum shape [2, 3] to [4]");
+  EXPECT_EQ(error_of([&] { sum_to(Tensor::zeros({3}), {2, 3}); }), "sum_to: cannot sum shape [3] to [2, 3]");
+  Tensor a = randn({2, 3, 4}, g, DType::f64);
+  EXPECT_TRUE(test::gradcheck([](const std::vector<Tensor>& in) { return sum_to(in[0], {3, 1}); }, {a}));
 }

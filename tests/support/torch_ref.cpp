@@ -129,11 +129,28 @@ Tensors torch_ref(const std::string& func, const Tensors& inputs, const nlohmann
   return out;
 }
 
-Compare compare(const Tensor& actual, const Tensor& expected, double atol, double rtol) {
+namespace {
+
+// Why two tensors cannot be compared element by element ("" when they can).
+std::string incomparable(const Tensor& actual, const Tensor& expected, Empty empty) {
+  if (actual.dtype() != expected.dtype())
+    return std::string("dtype ") + dtype_name(actual.dtype()) + " vs expected " + dtype_name(expected.dtype()) +
+           " (shapes " + shape_str(actual.shape()) + " and " + shape_str(expected.shape()) + ")";
+  if (actual.shape() != expected.shape())
+    return "shape " + shape_str(actual.shape()) + " vs expected " + shape_str(expected.shape());
+  if (actual.numel() == 0 && empty == Empty::fails)
+    return "both tensors are empty (shape " + shape_str(actual.shape()) +
+           "): nothing was compared (pass Empty::expected where the test expects no elements)";
+  return "";
+}
+
+}  // namespace
+
+Compare compare(const Tensor& actual, const Tensor& expected, double atol, double rtol, Empty empty) {
   Compare c;
-  if (actual.shape() != expected.shape()) {
+  if (std::string why = incomparable(actual, expected, empty); !why.empty()) {
     c.ok = false;
-    c.detail = "shape " + shape_str(actual.shape()) + " vs expected " + shape_str(expected.shape());
+    c.detail = std::move(why);
     return c;
   }
   std::vector<double> a = actual.to_vector<double>(), e = expected.to_vector<double>();
@@ -163,10 +180,11 @@ Compare compare(const Tensor& actual, const Tensor& expected, double atol, doubl
   return c;
 }
 
-::testing::AssertionResult near(const Tensor& actual, const Tensor& expected, double atol, double rtol) {
+::testing::AssertionResult near(const Tensor& actual, const Tensor& expected, double atol, double rtol,
+                                Empty empty) {
   if (!actual.defined() || !expected.defined())
     return ::testing::AssertionFailure() << (actual.defined() ? "expected" : "actual") << " is undefined";
-  Compare c = compare(actual, expected, atol, rtol);
+  Compare c = compare(actual, expected, atol, rtol, empty);
   if (c.ok) return ::testing::AssertionSuccess() << c.detail;
   return ::testing::AssertionFailure() << c.detail;
 }

@@ -34,7 +34,9 @@ class Translator {
  public:
   Translator(std::shared_ptr<models::Seq2SeqModel> model, std::unique_ptr<text::Tokenizer> tok,
              nlohmann::json meta);
-  // Batched; beam 1 = greedy. An empty source throws; a source longer than the model's maximum is
+  // Batched; beam 1 = greedy. A sentence's translation does not depend on the batch it falls in:
+  // its target cap is its own (max_len, or about twice its source), and beam search batches only
+  // sentences of one cap. An empty source throws; a source longer than the model's maximum is
   // truncated with a warning on stderr.
   std::vector<std::string> translate(const std::vector<std::string>& sources, int64_t beam = 4,
                                      double length_penalty = 0.6, int64_t max_len = 0, int64_t batch = 64) const;

@@ -1,4 +1,8 @@
-"""PyTorch references for elementwise ops, reductions and matmul (forward and backward)."""
+"""PyTorch references for elementwise ops, reductions and matmul (forward and backward).
+
+scalar_left: s - x (rsub) or s / x (rdiv) for the number args["s"]; eq: torch.eq of "a" and "b"
+(broadcast, u8 out); sum_to: x.sum_to_size(args["shape"]), the reduction that undoes broadcasting.
+"""
 import torch
 import torch.nn.functional as F
 
@@ -69,4 +73,24 @@ def linear(inp, args):
     y = F.linear(x, w, b)
     res = {"out": y.detach()}
     res.update(_grads(y, {"x": x, "w": w, "b": b}, inp["g"]))
+    return res
+
+
+def scalar_left(inp, args):
+    x = inp["x"].clone().requires_grad_(True)
+    y = args["s"] - x if args["op"] == "rsub" else args["s"] / x
+    res = {"out": y.detach()}
+    res.update(_grads(y, {"x": x}, inp["g"]))
+    return res
+
+
+def eq(inp, args):
+    return {"out": torch.eq(inp["a"], inp["b"]).to(torch.uint8)}
+
+
+def sum_to(inp, args):
+    x = inp["x"].clone().requires_grad_(True)
+    y = x.sum_to_size(args["shape"])
+    res = {"out": y.detach()}
+    res.update(_grads(y, {"x": x}, inp["g"]))
     return res

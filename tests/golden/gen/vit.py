@@ -6,6 +6,9 @@
   after the class token, pos embed of N + 2, head_dist on token 1, eval output the mean of the heads).
 - torchvision_param_counts: parameter totals of torchvision's vit_b_16 / vit_b_32 / vit_l_16 / vit_h_14
   and resnet18 / resnet34 (built without running the weight init: only shapes matter).
+- variant_shapes: every parameter's shape (under timm's names) and the total of timm-named ViT / DeiT
+  variants: ViT-S/16 and DeiT-Ti/16 as torchvision's VisionTransformer (timm's plain ViT has the
+  same parameters), distilled DeiTs as the DeiT class below; built without the weight init.
 - resnet: torchvision's ResNet (or a 3-stage CIFAR-stem one from torchvision's BasicBlock) with attn's
   state dict; logits, gradients and the updated BatchNorm running statistics.
 
@@ -140,6 +143,28 @@ def torchvision_param_counts(inp, args):
             counts.append(sum(p.numel() for p in m.parameters()))
             del m
     return {"counts": torch.tensor(counts, dtype=torch.int64)}
+
+
+def variant_shapes(inp, args):
+    """args["variants"]: [{"name", "dim", "depth", "heads", "distilled"}], 224 x 224, patch 16, 1000 classes."""
+    out = {}
+    with _no_init():
+        for v in args["variants"]:
+            if v["distilled"]:
+                m = DeiT(224, 16, 3, 1000, v["dim"], v["depth"], v["heads"], 4.0)
+                shapes = {k: list(p.shape) for k, p in m.named_parameters()}
+            else:
+                m = VisionTransformer(image_size=224, patch_size=16, num_layers=v["depth"], num_heads=v["heads"],
+                                      hidden_dim=v["dim"], mlp_dim=4 * v["dim"], num_classes=1000)
+                theirs = {k: list(p.shape) for k, p in m.named_parameters()}
+                names = _vit_name_map(v["depth"])
+                assert set(names.values()) == set(theirs), sorted(set(names.values()) ^ set(theirs))
+                shapes = {ours: theirs[t] for ours, t in names.items()}
+            for k, shape in shapes.items():
+                out[f"shape.{v['name']}.{k}"] = torch.tensor(shape, dtype=torch.int64)
+            out[f"total.{v['name']}"] = torch.tensor(sum(p.numel() for p in m.parameters()), dtype=torch.int64)
+            del m
+    return out
 
 
 # ---- ResNet ----
