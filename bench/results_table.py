@@ -126,12 +126,12 @@ class Target:
         self.text, self.check = text, check   # check(record) -> True / False / None (cannot tell)
 
 
-def faster(x):
+def faster(x, what="PyTorch"):
     """attn at least x times as fast as the peer."""
     def check(r):
         q = ratio_of(r)
         return None if q is None else low(q) >= x
-    return Target(f"≥ {x:g}× PyTorch", check)
+    return Target(f"≥ {x:g}× {what}", check)
 
 
 def linear_target():
@@ -203,6 +203,21 @@ BENCHMARKS = [
           "to bf16. Needs a CPU with a bf16 matmul (AVX512-BF16 or AMX) on both sides; the targets were set for "
           "an Intel with AMX.",
           dict(zip(VIT_CASES, [faster(1.8), faster(1.5), faster(1.8), faster(1.8)]))),
+    Bench("bert_infer", "speed", "BERT inference, f32",
+          "`attn bench` of bert-base-uncased's BertModel (last hidden state and pooler), random weights and token "
+          "ids, against PyTorch (the faster of a module tree in Hugging Face's layout and torch.nn.TransformerEncoder's "
+          "inference fast path, named in the run's raw lines) and ONNX Runtime 1.30 (that tree exported with "
+          "torch.onnx.export, graph optimizations all); median latency, attn the better of its two wait policies. "
+          "Mixed lengths: one batch of 8 sequences of 16, 32, ..., 128 tokens.",
+          {"batch 1, sequence 128, vs PyTorch": faster(1.5), "batch 1, sequence 128, vs ONNX Runtime":
+           faster(1.0, "ONNX Runtime"), "batch 8, sequence 128, vs PyTorch": faster(1.3),
+           "batch 8, sequence 128, vs ONNX Runtime": faster(1.0, "ONNX Runtime"),
+           "mixed lengths, vs ONNX Runtime padded to 128": faster(1.5, "ONNX Runtime"),
+           "mixed lengths, vs attn's 8 batch-1 passes": faster(1.0, "the sum of attn's batch-1 times"),
+           "mixed lengths, vs PyTorch": NO_TARGET}),
+    Bench("bert_infer_bf16", "speed", "BERT inference, bf16",
+          "The same with attn's bf16 Linear weights against PyTorch's bf16 autocast; needs a CPU with a bf16 matmul.",
+          {"batch 1, sequence 128, vs PyTorch": faster(1.5), "batch 8, sequence 128, vs PyTorch": faster(1.5)}),
     Bench("vit_train", "speed", "Fashion-MNIST ViTs: training step and inference",
           "Training step at batch 128 (AdamW) and inference at batch 256, against the same model in PyTorch "
           "(its inference timed whole and in slices of 16 and 32, its best counted); with --rounds, the median "
@@ -256,6 +271,10 @@ BENCHMARKS = [
     Bench("vit_memory", "memory", "Inference memory",
           "Peak resident set of `attn bench`'s timed passes (counted afresh after loading).",
           {f"{d} {c}": memory_target() for d in ("f32", "bf16") for c in VIT_CASES}),
+    Bench("bert_memory", "memory", "BERT inference memory",
+          "Peak resident set of `attn bench`'s timed passes of bert-base-uncased's BertModel (counted afresh after "
+          "loading).",
+          {"f32 batch 1, sequence 128": memory_target()}),
     Bench("fmnist_budget", "accuracy", "Fashion-MNIST in a 2-hour budget",
           "A ViT trained from scratch on 2 threads; final-epoch test accuracy; recipe: AdamW 1e-3, weight decay "
           "0.05, 1 warm-up epoch then cosine, label smoothing 0.1, crop + flip, batch 128, seed 0.",
@@ -470,6 +489,26 @@ def normalise(path, detail=False):
             if j.get("sides") == "both":
                 rec("speed", "translate_train", "training", "tok/s", j["attn"]["tokens_per_second"],
                     j["torch"]["tokens_per_second"])
+        elif b == "bert_infer":
+            bench = "bert_infer" if j["dtype"] == "f32" else "bert_infer_bf16"
+            a = j["attn"]["latency_ms"]["median"]
+            base = j["case"] if j["model"] == "bert-base-uncased" else f"{j['model']}, {j['case']}"
+            if j["case"].startswith("mixed") and j["model"] == "bert-base-uncased":
+                rec("speed", bench, "mixed lengths, vs ONNX Runtime padded to 128", "ms", a, None,
+                    peers={"ONNX Runtime": sig(j["ort"]["latency_ms"]["median"])})
+                rec("speed", bench, "mixed lengths, vs attn's 8 batch-1 passes", "ms", a, None,
+                    peers={"attn, 8 × batch 1": sig(j["attn_batch1_sum_ms"])})
+                rec("speed", bench, "mixed lengths, vs PyTorch", "ms", a, j["torch"]["latency_ms"]["median"])
+            else:
+                rec("speed", bench, f"{base}, vs PyTorch", "ms", a, j["torch"]["latency_ms"]["median"],
+                    note=f"PyTorch: {j['torch']['impl']}")
+                if j.get("ort"):
+                    rec("speed", bench, f"{base}, vs ONNX Runtime", "ms", a, None,
+                        peers={"ONNX Runtime": sig(j["ort"]["latency_ms"]["median"])})
+                if j["dtype"] == "f32" and base.startswith("batch 1"):
+                    w = j["attn"]["weights_mb"]
+                    rec("memory", "bert_memory", "f32 " + base, "MB", j["attn"]["peak_rss_steady_mb"], None,
+                        extra={"limit_mb": round(1.3 * w + 100)})
         elif "model" in j and "policy" in j and "attn" in j and "torch" in j:   # bench/vit_infer.sh
             key = (command, j["model"], j["batch"], j["attn"].get("dtype", "f32"))
             vit_infer.setdefault(key, []).append(j)

@@ -92,6 +92,17 @@ for dtype in f32 bf16; do
     cat "$log/vit_infer_$dtype/vit_infer.jsonl" >> "$out"
   fi
 done
+for dtype in f32 bf16; do
+  echo "== BERT inference, $dtype (attn bench vs PyTorch and ONNX Runtime)"
+  rm -f "$log/bert_infer_$dtype/bert_infer.jsonl"
+  WORK="$log/bert_infer_$dtype" bash bench/bert_infer.sh "$build" --iters $infer_iters --dtype "$dtype"
+  if [[ -s "$log/bert_infer_$dtype/bert_infer.jsonl" ]]; then
+    flag=""
+    [[ $dtype = bf16 ]] && flag=" --dtype bf16"
+    command_record "bash bench/bert_infer.sh $build --iters $infer_iters$flag"
+    cat "$log/bert_infer_$dtype/bert_infer.jsonl" >> "$out"
+  fi
+done
 echo "== translation training (attn vs torch.nn.Transformer on the same batches)"
 command_record "bash bench/translate.sh $build custom ${translate_args[*]}"
 bash bench/translate.sh "$build" custom "${translate_args[@]}" --work "$log/translate"
