@@ -31,7 +31,11 @@ cmake --build build/test -j "$jobs"
 stage_done "release build"
 # Two test binaries at a time: the PyTorch reference cache is written atomically (per-process temp
 # names, then rename), and most tests are memory-bound or short, so -j2 on 2 cores saves ~1/3.
+# Each test binary records the kernel paths it ran (tests/support/isa_record.cpp) under
+# build/test/isa-coverage/; the summary says which paths ran and which this CPU lacks.
+rm -rf build/test/isa-coverage
 ctest --test-dir build/test --output-on-failure -j "$jobs"
+python3 scripts/isa_coverage.py build/test/isa-coverage
 stage_done "release tests"
 
 echo "== installed package: examples/ built against find_package(attn)"
