@@ -53,30 +53,49 @@ std::string describe_status(int status) {
   return "ended (wait status " + std::to_string(status) + ")";
 }
 
-// The child side of a Python process: stdin / stdout on the given fds, no sanitizer runtime.
-[[noreturn]] void exec_python(int in_fd, int out_fd, const std::vector<std::string>& argv) {
-  if (in_fd >= 0) dup2(in_fd, 0);
-  dup2(out_fd, 1);
-  // The sanitizer runtime must not leak into Python.
-  unsetenv("LD_PRELOAD");
-  setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
-  std::vector<char*> args;
-  args.push_back(const_cast<char*>("python3"));
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  execv("/usr/bin/python3", args.data());
-  _exit(127);
+// The environment of a Python child, made before fork (the child of a threaded process may only
+// call async-signal-safe functions: dup2, close, execve): no sanitizer runtime, OMP_WAIT_POLICY=PASSIVE.
+struct ChildEnv {
+  std::vector<std::string> vars;
+  std::vector<char*> envp;
+  ChildEnv() {
+    for (char** e = environ; *e; ++e) {
+      const std::string v = *e;
+      if (v.rfind("LD_PRELOAD=", 0) == 0 || v.rfind("OMP_WAIT_POLICY=", 0) == 0) continue;
+      vars.push_back(v);
+    }
+    vars.push_back("OMP_WAIT_POLICY=PASSIVE");
+    for (auto& v : vars) envp.push_back(v.data());
+    envp.push_back(nullptr);
+  }
+};
+
+// Starts /usr/bin/python3 with `args`, its stdin from in_fd (-1: inherited) and stdout to out_fd;
+// the child closes close_fds (the pipes' original descriptors) once they are on 0 and 1.
+pid_t spawn_python(int in_fd, int out_fd, std::vector<int> close_fds, const std::vector<std::string>& args) {
+  ChildEnv env;
+  std::vector<std::string> argv_s = {"python3"};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (in_fd >= 0) dup2(in_fd, 0);
+    dup2(out_fd, 1);
+    for (int fd : close_fds) close(fd);
+    execve("/usr/bin/python3", argv.data(), env.envp.data());
+    _exit(127);
+  }
+  if (pid < 0) fail("torch_ref: fork failed: ", std::strerror(errno));
+  return pid;
 }
 
 // stdout of `/usr/bin/python3 script`; an attn::Error if it does not exit with 0.
 std::string run_python_script(const std::string& script) {
   int out[2];
   if (pipe(out) != 0) fail("torch_ref: pipe failed: ", std::strerror(errno));
-  const pid_t pid = fork();
-  if (pid == 0) {
-    close(out[0]);
-    exec_python(-1, out[1], {script});
-  }
+  const pid_t pid = spawn_python(-1, out[1], {out[0], out[1]}, {script});
   close(out[1]);
   std::string text;
   char buf[4096];
@@ -104,12 +123,8 @@ struct Server {
     std::signal(SIGPIPE, SIG_IGN);
     int in[2], out[2];
     if (pipe(in) != 0 || pipe(out) != 0) fail("torch_ref: pipe failed");
-    pid = fork();
-    if (pid == 0) {
-      close(in[1]);
-      close(out[0]);
-      exec_python(in[0], out[1], {source_dir() + "/tests/support/ref_server.py", source_dir() + "/tests/golden/gen"});
-    }
+    pid = spawn_python(in[0], out[1], {in[0], in[1], out[0], out[1]},
+                       {source_dir() + "/tests/support/ref_server.py", source_dir() + "/tests/golden/gen"});
     close(in[0]);
     close(out[1]);
     to = fdopen(in[1], "w");
