@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: install test packages, build (Release), run every unit test; build the
 # examples against the installed package; then ONE clang-14 sanitizer build (ASan + UBSan, plus
-# libFuzzer coverage hooks) that runs the same unit tests (long convergence tests left out) and
-# the fuzzers for a bounded time. Each stage prints its wall time; docs/ci.md has the measurements.
+# libFuzzer coverage hooks) of the library, the `attn` command and the tests, that runs the same unit
+# tests and the CLI tests (long convergence tests left out) and the fuzzers for a bounded time. Each
+# stage prints its wall time; docs/ci.md has the measurements.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh --test
@@ -31,7 +32,11 @@ cmake --build build/test -j "$jobs"
 stage_done "release build"
 # Two test binaries at a time: the PyTorch reference cache is written atomically (per-process temp
 # names, then rename), and most tests are memory-bound or short, so -j2 on 2 cores saves ~1/3.
+# Each test binary records the kernel paths it ran (tests/support/isa_record.cpp) under
+# build/test/isa-coverage/; the summary says which paths ran and which this CPU lacks.
+rm -rf build/test/isa-coverage
 ctest --test-dir build/test --output-on-failure -j "$jobs"
+python3 scripts/isa_coverage.py build/test/isa-coverage
 stage_done "release tests"
 
 echo "== installed package: examples/ built against find_package(attn)"
@@ -42,14 +47,15 @@ cmake --build build/examples -j "$jobs"
 ./build/examples/classify
 stage_done "examples"
 
-echo "== [2/3] ASan + UBSan build (clang-14, also the fuzzers' build) + unit tests (slow tests excluded)"
+echo "== [2/3] ASan + UBSan build (clang-14, also the fuzzers' build) + unit and CLI tests (slow tests excluded)"
 # -O1 and line tables only: the usual sanitizer settings, and much quicker to compile than -O2 -g.
 CC=clang-14 CXX=clang++-14 cmake -S . -B build/san -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
-  -DATTN_SANITIZE=ON -DATTN_FUZZ=ON -DATTN_BUILD_BENCH=OFF -DATTN_BUILD_CLI=OFF >/dev/null
+  -DATTN_SANITIZE=ON -DATTN_FUZZ=ON -DATTN_BUILD_BENCH=OFF -DATTN_BUILD_CLI=ON >/dev/null
 cmake --build build/san -j "$jobs"
 stage_done "sanitizer build"
-# oneDNN's JIT and OpenMP runtime hold allocations for the process lifetime: not our leaks.
+# oneDNN's JIT and OpenMP runtime hold allocations for the process lifetime: not our leaks. The CLI
+# tests (tests/cli/) run the sanitized `attn` binary, which inherits these options.
 ATTN_TEST_SLOW=0 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build/san --output-on-failure -j "$jobs"
 stage_done "sanitizer tests"

@@ -1,4 +1,6 @@
-// attn info MODEL: the per-layer parameter table, totals and the cost per image.
+// attn info MODEL: the per-layer parameter table, totals and the cost per image, from the model built
+// with shapes only (models::create_shapes_only): no weights are allocated or initialised, so the
+// largest ViT takes milliseconds.
 #include <cstdio>
 
 #include "attn/attn.h"
@@ -37,7 +39,7 @@ void add_info(CLI::App& app) {
       over = nlohmann::json::parse(*cfg, nullptr, /*allow_exceptions=*/false);
       ATTN_CHECK(!over.is_discarded() && over.is_object(), "--model-config: expected a JSON object, got '", *cfg, "'");
     }
-    auto m = models::create(*name, over);
+    auto m = models::create_shapes_only(*name, over);
     std::printf("%s (%s)\nconfig: %s\n\n%s", name->c_str(), models::model_entry(*name).task.c_str(),
                 m->config().dump().c_str(), m->parameter_table().c_str());
     if (auto bert = std::dynamic_pointer_cast<models::BertPreTrainedModel>(m)) {

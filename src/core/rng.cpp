@@ -65,6 +65,7 @@ void manual_seed(uint64_t seed) { default_generator().set_state(seed, 0); }
 template <class F>
 static Tensor fill_indexed(const Shape& shape, DType dtype, const char* op, F f) {
   Tensor t = Tensor::empty(shape, dtype);
+  if (t.is_shapes_only()) return t;   // nothing to fill (ShapesOnlyGuard)
   const int64_t n = t.numel();
   ATTN_DISPATCH_FLOAT(dtype, op, [&] {
     T* p = t.data<T>();
@@ -116,6 +117,7 @@ Tensor bernoulli(const Shape& shape, double p, Generator& g, DType dtype) {
 Tensor randperm(int64_t n, Generator& g) {
   ATTN_CHECK(n >= 0, "randperm: expected n >= 0, got ", n);
   Tensor t = Tensor::empty({n}, DType::i64);
+  if (t.is_shapes_only()) return t;
   int64_t* p = t.data<int64_t>();
   std::iota(p, p + n, int64_t(0));
   for (int64_t i = n - 1; i > 0; --i) std::swap(p[i], p[g.randint(i + 1)]);  // Fisher-Yates

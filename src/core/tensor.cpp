@@ -81,7 +81,19 @@ size_t storage_bytes(size_t n) { return n == 0 ? 64 : (n + 63) / 64 * 64; }
 
 }  // namespace
 
+namespace {
+thread_local int g_shapes_only_depth = 0;
+}  // namespace
+
+ShapesOnlyGuard::ShapesOnlyGuard() { ++g_shapes_only_depth; }
+ShapesOnlyGuard::~ShapesOnlyGuard() { --g_shapes_only_depth; }
+bool shapes_only_mode() { return g_shapes_only_depth > 0; }
+
 void check_not_gemm_packed(const Tensor& t) {
+  if (t.is_shapes_only())
+    fail("Tensor: this ", dtype_name(t.dtype()), " tensor of shape ", t.shape(),
+         " has shapes only (it was made under an attn::ShapesOnlyGuard, e.g. by models::parameter_count or "
+         "models::create_shapes_only): it holds no values to read or compute with");
   if (t.impl().storage && t.impl().storage->gemm_packed)
     fail("Tensor: this ", dtype_name(t.dtype()), " tensor of shape ", t.shape(),
          " holds a weight packed for the GEMM (nn::pack_linear_weights), which only linear() can read; "
@@ -94,6 +106,7 @@ Storage::Storage(size_t n) : nbytes(n) {
 }
 
 Storage::~Storage() {
+  if (shapes_only) return;
   detail::storage_free(data, storage_bytes(nbytes));
   detail::note_storage_free(storage_bytes(nbytes));
 }
@@ -115,7 +128,9 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
     span *= m;
   }
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(size_t(shape_numel(shape)) * dtype_size(dtype));
+  const size_t nbytes = size_t(shape_numel(shape)) * dtype_size(dtype);
+  impl->storage = shapes_only_mode() ? std::make_shared<Storage>(nbytes, Storage::ShapesOnly{})
+                                     : std::make_shared<Storage>(nbytes);
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->dtype = dtype;
@@ -124,7 +139,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
 
 Tensor Tensor::zeros(const Shape& shape, DType dtype) {
   Tensor t = empty(shape, dtype);
-  std::memset(t.raw_data(), 0, size_t(t.numel()) * dtype_size(dtype));
+  if (!t.is_shapes_only()) std::memset(t.raw_data(), 0, size_t(t.numel()) * dtype_size(dtype));
   return t;
 }
 
@@ -140,6 +155,7 @@ Tensor Tensor::scalar(double value, DType dtype) { return full({}, value, dtype)
 
 Tensor Tensor::arange(int64_t n, DType dtype) {
   Tensor t = empty({n}, dtype);
+  if (t.is_shapes_only()) return t;
   if (dtype == DType::bf16) {
     auto* p = t.data<bf16>();
     for (int64_t i = 0; i < n; ++i) p[i] = bf16::from_float(float(i));
@@ -160,7 +176,7 @@ Tensor Tensor::from_vector(const std::vector<T>& v, const Shape& shape) {
   ATTN_CHECK(int64_t(v.size()) == shape_numel(shape), "Tensor::from_vector: ", v.size(),
              " values do not fill shape ", shape, " (", shape_numel(shape), " elements)");
   Tensor t = empty(shape, dtype_of<T>::value);
-  if (!v.empty()) std::memcpy(t.raw_data(), v.data(), v.size() * sizeof(T));
+  if (!v.empty() && !t.is_shapes_only()) std::memcpy(t.raw_data(), v.data(), v.size() * sizeof(T));
   return t;
 }
 template Tensor Tensor::from_vector(const std::vector<float>&, const Shape&);
@@ -307,7 +323,7 @@ template std::vector<uint8_t> Tensor::to_vector() const;
 
 Tensor& Tensor::fill_(double value) {
   const int64_t n = numel();
-  if (n == 0) return *this;
+  if (n == 0 || is_shapes_only()) return *this;
   check_not_gemm_packed(*this);
   DType dt = dtype();
   Shape st = strides();

@@ -89,4 +89,13 @@ std::shared_ptr<ImageClassifier> create_model(const std::string& name, const nlo
   return m;
 }
 
+std::shared_ptr<Model> create_shapes_only(const std::string& name, const nlohmann::json& overrides) {
+  ShapesOnlyGuard shapes;
+  return create(name, overrides);
+}
+
+int64_t parameter_count(const std::string& name, const nlohmann::json& overrides) {
+  return create_shapes_only(name, overrides)->num_parameters();
+}
+
 }  // namespace attn::models

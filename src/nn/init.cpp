@@ -23,6 +23,9 @@ DType draw_dtype(const Tensor& t) { return t.dtype() == DType::f64 ? DType::f64 
 thread_local int skip_depth = 0, unfilled_depth = 0;
 // Under a SkipRandomInit: zeros, or t untouched for Fill::none.
 Tensor skipped(Tensor t) { return unfilled_depth > 0 ? t : zeros_(std::move(t)); }
+// Nothing to draw: a SkipRandomInit, or a tensor with shapes only (ShapesOnlyGuard; the generator
+// is left where it was).
+bool no_draw(const Tensor& t) { return random_init_skipped() || t.is_shapes_only(); }
 }  // namespace
 
 SkipRandomInit::SkipRandomInit(Fill fill) : fill_(fill) {
@@ -58,20 +61,20 @@ Tensor constant_(Tensor t, double value) {
 Tensor uniform_(Tensor t, Generator& g, double a, double b) {
   check_float(t, "uniform_");
   ATTN_CHECK(a <= b, "uniform_: expected a <= b, got a=", a, " b=", b);
-  if (random_init_skipped()) return skipped(std::move(t));
+  if (no_draw(t)) return skipped(std::move(t));
   return fill_from(t, uniform(t.shape(), a, b, g, draw_dtype(t)));
 }
 
 Tensor normal_(Tensor t, Generator& g, double mean, double std) {
   check_float(t, "normal_");
   ATTN_CHECK(std >= 0, "normal_: expected std >= 0, got ", std);
-  if (random_init_skipped()) return skipped(std::move(t));
+  if (no_draw(t)) return skipped(std::move(t));
   return fill_from(t, normal(t.shape(), mean, std, g, draw_dtype(t)));
 }
 
 Tensor trunc_normal_(Tensor t, Generator& g, double mean, double std, double a, double b) {
   check_float(t, "trunc_normal_");
-  if (random_init_skipped()) return skipped(std::move(t));
+  if (no_draw(t)) return skipped(std::move(t));
   return fill_from(t, trunc_normal(t.shape(), mean, std, a, b, g, draw_dtype(t)));
 }
 

@@ -100,10 +100,10 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t dim) {
   Tensor out = Tensor::empty(os, ref.dtype());
   const int64_t outer = prod(os, 0, d), inner = prod(os, d + 1, int64_t(os.size()));
   const int64_t es = int64_t(ref.element_size());
-  char* dst = static_cast<char*>(out.raw_data());
+  char* dst = out.is_shapes_only() ? nullptr : static_cast<char*>(out.raw_data());   // ShapesOnlyGuard
   int64_t off = 0;
   for (const Tensor& x : xs) {
-    if (skipped_in_concat(x)) continue;
+    if (skipped_in_concat(x) || !dst) continue;
     const int64_t n = x.shape()[d];
     if (x.is_contiguous()) {
       copy_blocks(dst + off * inner * es, total * inner * es, static_cast<const char*>(x.raw_data()),

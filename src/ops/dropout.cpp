@@ -34,6 +34,7 @@ Tensor masked_scale(const Tensor& x, uint64_t seed, uint64_t offset, double p, b
   // philox_uniform(.) = (word >> 8) / 2^24 >= p  <=>  (word >> 8) >= ceil(p * 2^24) (exact in double)
   s.threshold = uint32_t(std::ceil(p * 16777216.0));
   const bool avx2 = active_isa() >= Isa::avx2;
+  detail::note_kernel_path(avx2 ? KernelPath::avx2 : KernelPath::scalar);   // the AVX2 kernel on AVX-512 too
   const int64_t n = x.numel();
   const int64_t blocks = (n + 31) / 32;
   ATTN_DISPATCH_FLOAT(x.dtype(), "dropout", [&] {
@@ -65,6 +66,7 @@ struct ReluDropoutNode : autograd::Node {
     Tensor d = dout.contiguous();
     Tensor dx = Tensor::empty(y.shape(), y.dtype());
     const bool avx2 = active_isa() >= Isa::avx2;
+    detail::note_kernel_path(avx2 ? KernelPath::avx2 : KernelPath::scalar);
     const int64_t n = y.numel();
     ATTN_DISPATCH_FLOAT(y.dtype(), "relu_dropout backward", [&] {
       const T scale = keep_scale<T>(p);

@@ -46,6 +46,7 @@ void adam_step_(Tensor& param, const Tensor& grad_in, Tensor& exp_avg, Tensor& e
                                 std::sqrt(bias_correction2), -step_size, s.decoupled};
   const int64_t n = param.numel();
   const bool avx2 = param.dtype() == DType::f32 && active_isa() >= Isa::avx2;
+  detail::note_kernel_path(avx2 ? KernelPath::avx2 : KernelPath::scalar);   // the AVX2 kernel on AVX-512 too
   ATTN_DISPATCH_FLOAT(param.dtype(), "adam_step_", [&] {
     T* p = param.data<T>();
     const T* g = grad.data<T>();

@@ -391,7 +391,7 @@ void copy_from(Tensor& dst, const Tensor& src) {
 Tensor& Tensor::copy_(const Tensor& src_in) {
   NoGradGuard g;
   Tensor src = src_in.detach().expand(shape());
-  if (numel() == 0) return *this;
+  if (numel() == 0 || is_shapes_only()) return *this;   // nothing to write into (ShapesOnlyGuard)
   // Overlapping source and destination (e.g. a shifted view of the same storage): copy first.
   if (shares_storage(src) && !(src.offset() == offset() && src.strides() == strides()))
     src = src.clone();

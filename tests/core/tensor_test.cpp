@@ -268,3 +268,54 @@ TEST(Autograd, ViewGradients) {
            sum(in[0].select(1, 0).unsqueeze(1).expand({2, 3, 4}), {1, 2});
   }, {x}));
 }
+
+// Under a ShapesOnlyGuard tensors get shapes, strides and dtypes but no storage: nothing is allocated
+// (memory_stats unchanged), writes into them (fill_, copy_, the initialisers) do nothing, their views
+// stay shapes-only after the guard ends, and reading or computing with one is an error naming the guard.
+TEST(ShapesOnly, TensorsUnderTheGuardHaveShapesButNoStorage) {
+  const Tensor real = Tensor::ones({3});
+  Generator g(1);
+  const MemoryStats before = memory_stats();
+  Tensor a, b, c, d, e;
+  {
+    ShapesOnlyGuard shapes;
+    EXPECT_TRUE(shapes_only_mode());
+    {
+      ShapesOnlyGuard nested;
+      a = Tensor::zeros({1000, 1000});
+    }
+    EXPECT_TRUE(shapes_only_mode()) << "the outer guard still holds";
+    b = Tensor::randn({10, 4}, DType::f64);
+    c = Tensor::from_vector<float>({1, 2, 3}, {3});
+    d = a.t().narrow(0, 2, 5);
+    e = Tensor::arange(7).to(DType::f32);
+    a.fill_(2.0);
+    c.copy_(real);
+    nn::init::trunc_normal_(a, g, 0.0, 0.02);
+    nn::init::kaiming_uniform_(a, g);
+    EXPECT_EQ(concat({c, c}, 0).shape(), (Shape{6}));
+  }
+  EXPECT_FALSE(shapes_only_mode());
+  const MemoryStats after = memory_stats();
+  EXPECT_EQ(after.allocations, before.allocations);
+  EXPECT_EQ(after.live_bytes, before.live_bytes);
+  EXPECT_EQ(a.shape(), (Shape{1000, 1000}));
+  EXPECT_EQ(b.dtype(), DType::f64);
+  EXPECT_EQ(d.shape(), (Shape{5, 1000}));
+  EXPECT_EQ(d.strides(), (Shape{1, 1000}));
+  EXPECT_EQ(e.shape(), (Shape{7}));
+  for (const Tensor* t : {&a, &b, &c, &d, &e}) EXPECT_TRUE(t->is_shapes_only());
+  EXPECT_FALSE(real.is_shapes_only());
+  EXPECT_FALSE(Tensor::zeros({2}).is_shapes_only()) << "after the guard, tensors have storage again";
+
+  const std::string want = "Tensor: this f32 tensor of shape [3] has shapes only (it was made under an "
+                           "attn::ShapesOnlyGuard, e.g. by models::parameter_count or models::create_shapes_only): "
+                           "it holds no values to read or compute with";
+  EXPECT_EQ(error_of([&] { c.data<float>(); }), want);
+  EXPECT_EQ(error_of([&] { c.raw_data(); }), want);
+  EXPECT_EQ(error_of([&] { c.at({0}); }), want);
+  EXPECT_EQ(error_of([&] { c.to_vector<float>(); }), want);
+  EXPECT_EQ(error_of([&] { (void)(c + real); }), want);
+  EXPECT_EQ(error_of([&] { Tensor r = Tensor::zeros({3}); r.copy_(c); }), want);
+  EXPECT_EQ(error_of([&] { (void)c.clone(); }), want);
+}

@@ -6,7 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <cstdio>
 #include <fstream>
@@ -36,50 +39,132 @@ std::string read_all(const std::string& path) {
   return ss.str();
 }
 
-// The Python server: one process for this test binary.
+std::string hex64(uint64_t h) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
+  return hex;
+}
+
+// "exited with status 3", "killed by signal 9 (Killed)".
+std::string describe_status(int status) {
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status))
+    return "killed by signal " + std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
+  return "ended (wait status " + std::to_string(status) + ")";
+}
+
+// The environment of a Python child, made before fork (the child of a threaded process may only
+// call async-signal-safe functions: dup2, close, execve): no sanitizer runtime, OMP_WAIT_POLICY=PASSIVE.
+struct ChildEnv {
+  std::vector<std::string> vars;
+  std::vector<char*> envp;
+  ChildEnv() {
+    for (char** e = environ; *e; ++e) {
+      const std::string v = *e;
+      if (v.rfind("LD_PRELOAD=", 0) == 0 || v.rfind("OMP_WAIT_POLICY=", 0) == 0) continue;
+      vars.push_back(v);
+    }
+    vars.push_back("OMP_WAIT_POLICY=PASSIVE");
+    for (auto& v : vars) envp.push_back(v.data());
+    envp.push_back(nullptr);
+  }
+};
+
+// Starts /usr/bin/python3 with `args`, its stdin from in_fd (-1: inherited) and stdout to out_fd;
+// the child closes close_fds (the pipes' original descriptors) once they are on 0 and 1.
+pid_t spawn_python(int in_fd, int out_fd, std::vector<int> close_fds, const std::vector<std::string>& args) {
+  ChildEnv env;
+  std::vector<std::string> argv_s = {"python3"};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (in_fd >= 0) dup2(in_fd, 0);
+    dup2(out_fd, 1);
+    for (int fd : close_fds) close(fd);
+    execve("/usr/bin/python3", argv.data(), env.envp.data());
+    _exit(127);
+  }
+  if (pid < 0) fail("torch_ref: fork failed: ", std::strerror(errno));
+  return pid;
+}
+
+// stdout of `/usr/bin/python3 script`; an attn::Error if it does not exit with 0.
+std::string run_python_script(const std::string& script) {
+  int out[2];
+  if (pipe(out) != 0) fail("torch_ref: pipe failed: ", std::strerror(errno));
+  const pid_t pid = spawn_python(-1, out[1], {out[0], out[1]}, {script});
+  close(out[1]);
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = read(out[0], buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    text.append(buf, size_t(n));
+  }
+  close(out[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  ATTN_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "torch_ref: /usr/bin/python3 ", script, " ",
+             describe_status(status), " (is python3-torch installed? run the README's test command)");
+  return text;
+}
+
+// The Python server: one process for this test binary, started again after it has died.
 struct Server {
   pid_t pid = -1;
   FILE* to = nullptr;
   FILE* from = nullptr;
   void start() {
+    // A write to a server that has died must come back as EPIPE (a clear failure below), not kill
+    // the test binary (tests/support/test_main.cpp ignores SIGPIPE too).
+    std::signal(SIGPIPE, SIG_IGN);
     int in[2], out[2];
     if (pipe(in) != 0 || pipe(out) != 0) fail("torch_ref: pipe failed");
-    pid = fork();
-    if (pid == 0) {
-      dup2(in[0], 0);
-      dup2(out[1], 1);
-      close(in[1]);
-      close(out[0]);
-      std::string script = source_dir() + "/tests/support/ref_server.py";
-      std::string gen = source_dir() + "/tests/golden/gen";
-      // The sanitizer runtime must not leak into Python.
-      unsetenv("LD_PRELOAD");
-      setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
-      execl("/usr/bin/python3", "python3", script.c_str(), gen.c_str(), (char*)nullptr);
-      _exit(127);
-    }
+    pid = spawn_python(in[0], out[1], {in[0], in[1], out[0], out[1]},
+                       {source_dir() + "/tests/support/ref_server.py", source_dir() + "/tests/golden/gen"});
     close(in[0]);
     close(out[1]);
     to = fdopen(in[1], "w");
     from = fdopen(out[0], "r");
   }
-  std::string call(const std::string& line) {
+  // Closes the pipes and reaps the process: what became of it, for the caller's message.
+  std::string stop() {
+    if (to) fclose(to);
+    if (from) fclose(from);
+    to = from = nullptr;
+    int status = 0;
+    std::string what = "gone";
+    if (pid > 0) {
+      pid_t r;
+      while ((r = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {}
+      if (r == pid) what = describe_status(status);
+    }
+    pid = -1;
+    return what;
+  }
+  std::string call(const std::string& func, const std::string& line) {
     if (pid < 0) start();
-    fputs(line.c_str(), to);
-    fputc('\n', to);
-    fflush(to);
+    errno = 0;
+    if (fputs(line.c_str(), to) < 0 || fputc('\n', to) == EOF || fflush(to) != 0) {
+      const std::string why = std::strerror(errno);
+      const std::string what = stop();
+      fail("torch_ref(", func, "): cannot send the request to the Python reference server (", why, "): it has ",
+           what, "; its messages, if any, are on stderr above (the next call starts a new one)");
+    }
     std::string reply;
     int c;
     while ((c = fgetc(from)) != EOF && c != '\n') reply.push_back(char(c));
-    if (c == EOF) fail("torch_ref: the Python reference server exited (is python3-torch installed? "
-                       "run the README's test command)");
+    if (c == EOF) {
+      const std::string what = stop();
+      fail("torch_ref(", func, "): the Python reference server ", what, " while computing it (is python3-torch "
+           "installed? run the README's test command; its messages, if any, are on stderr above)");
+    }
     return reply;
   }
-  ~Server() {
-    if (to) fclose(to);
-    if (from) fclose(from);
-    if (pid > 0) waitpid(pid, nullptr, 0);
-  }
+  ~Server() { stop(); }
 };
 
 Server& server() {
@@ -89,43 +174,125 @@ Server& server() {
 
 std::mutex g_mu;
 
+// What the key hashes besides the call: see reference_key_material in torch_ref.h.
+void add_scripts(std::string& m, const std::string& src) {
+  std::vector<std::string> scripts = {src + "/tests/support/ref_server.py"};
+  for (const char* dir : {"/tests/golden/gen", "/tools"}) {
+    if (!std::filesystem::is_directory(src + dir)) continue;
+    for (const auto& e : std::filesystem::directory_iterator(src + dir))
+      if (e.path().extension() == ".py") scripts.push_back(e.path().string());
+  }
+  std::sort(scripts.begin() + 1, scripts.end());
+  for (const auto& p : scripts)
+    m += "script " + p.substr(src.size() + 1) + " " + hex64(fnv1a(read_all(p))) + "\n";
+}
+
+// Every string in j (recursively) that is an absolute path to an existing file or folder.
+void collect_paths(const nlohmann::json& j, std::vector<std::string>& out) {
+  if (j.is_string()) {
+    const std::string& s = j.get_ref<const std::string&>();
+    std::error_code ec;
+    if (!s.empty() && s[0] == '/' && std::filesystem::exists(s, ec)) out.push_back(s);
+  } else if (j.is_structured()) {
+    for (const auto& v : j) collect_paths(v, out);
+  }
+}
+
+void add_data(std::string& m, const nlohmann::json& args) {
+  std::vector<std::string> paths;
+  collect_paths(args, paths);
+  for (const auto& p : paths) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(p, ec)) {
+      m += "file " + p + " " + hex64(fnv1a(read_all(p))) + "\n";
+    } else if (std::filesystem::is_directory(p, ec)) {
+      std::vector<std::string> entries;
+      for (const auto& e : std::filesystem::directory_iterator(p, ec)) {
+        if (!e.is_regular_file(ec)) continue;
+        const auto mtime = e.last_write_time(ec).time_since_epoch().count();
+        entries.push_back(e.path().filename().string() + " " + std::to_string(e.file_size(ec)) + " " +
+                          std::to_string(mtime));
+      }
+      std::sort(entries.begin(), entries.end());
+      m += "folder " + p + "\n";
+      for (const auto& e : entries) m += "  " + e + "\n";
+    }
+  }
+}
+
+}  // namespace
+
+const std::string& reference_versions() {
+  static const std::string v = run_python_script(source_dir() + "/tests/support/ref_versions.py");
+  return v;
+}
+
+std::string reference_key_material(const std::string& src, const nlohmann::json& args) {
+  std::string m = reference_versions();
+  add_scripts(m, src);
+  add_data(m, args);
+  return m;
+}
+
+std::string reference_key(const std::string& func, const Tensors& inputs, const nlohmann::json& args,
+                          const std::string& src) {
+  io::TensorList list(inputs.begin(), inputs.end());
+  uint64_t h = fnv1a(func);
+  h = fnv1a(reference_key_material(src.empty() ? source_dir() : src, args), h);
+  h = fnv1a(args.dump(), h);
+  h = fnv1a(io::serialize_safetensors(list), h);
+  return hex64(h);
+}
+
+namespace {
+
+// Runs func in the server: its outputs are written to out_path.
+void compute(const std::string& func, const Tensors& inputs, const nlohmann::json& args, const std::string& out_path) {
+  io::TensorList list(inputs.begin(), inputs.end());
+  const std::string dir = cache_dir();
+  ::mkdir(dir.c_str(), 0755);
+  const std::string in_path = dir + "/in-" + std::to_string(::getpid()) + ".safetensors";
+  io::write_file_atomic(in_path, io::serialize_safetensors(list));
+  nlohmann::json req = {{"func", func}, {"in", in_path}, {"out", out_path}, {"args", args}};
+  std::string reply;
+  try {
+    reply = server().call(func, req.dump());
+  } catch (...) {
+    ::unlink(in_path.c_str());
+    throw;
+  }
+  ::unlink(in_path.c_str());
+  ATTN_CHECK(reply == "ok", "torch_ref(", func, "): ", reply);
+}
+
+Tensors read_outputs(const std::string& path) {
+  io::SafetensorsFile f = io::load_safetensors(path);
+  Tensors out;
+  for (auto& [k, t] : f.tensors) out[k] = t;
+  return out;
+}
+
 }  // namespace
 
 Tensors torch_ref(const std::string& func, const Tensors& inputs, const nlohmann::json& args) {
   std::lock_guard<std::mutex> lk(g_mu);
-  io::TensorList list(inputs.begin(), inputs.end());
-  const std::string blob = io::serialize_safetensors(list);
-  // Every golden script counts (they import shared helpers, e.g. timm_layers.py), in name order.
-  std::string src = read_all(source_dir() + "/tests/support/ref_server.py");
-  {
-    std::vector<std::string> scripts;
-    for (const auto& e : std::filesystem::directory_iterator(source_dir() + "/tests/golden/gen"))
-      if (e.path().extension() == ".py") scripts.push_back(e.path().string());
-    std::sort(scripts.begin(), scripts.end());
-    for (const auto& p : scripts) src += read_all(p);
-  }
-  uint64_t h = fnv1a(func);
-  h = fnv1a(src, h);
-  h = fnv1a(args.dump(), h);
-  h = fnv1a(blob, h);
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
   const std::string dir = cache_dir();
   ::mkdir(dir.c_str(), 0755);
-  const std::string out_path = dir + "/" + func + "-" + hex + ".safetensors";
+  const std::string out_path = dir + "/" + func + "-" + reference_key(func, inputs, args) + ".safetensors";
   if (::access(out_path.c_str(), R_OK) != 0) {
-    const std::string in_path = dir + "/in-" + std::to_string(::getpid()) + ".safetensors";
-    io::write_file_atomic(in_path, blob);
     const std::string tmp_out = out_path + ".part" + std::to_string(::getpid());
-    nlohmann::json req = {{"func", func}, {"in", in_path}, {"out", tmp_out}, {"args", args}};
-    std::string reply = server().call(req.dump());
-    ::unlink(in_path.c_str());
-    ATTN_CHECK(reply == "ok", "torch_ref(", func, "): ", reply);
+    compute(func, inputs, args, tmp_out);
     ATTN_CHECK(std::rename(tmp_out.c_str(), out_path.c_str()) == 0, "torch_ref: rename failed");
   }
-  io::SafetensorsFile f = io::load_safetensors(out_path);
-  Tensors out;
-  for (auto& [k, t] : f.tensors) out[k] = t;
+  return read_outputs(out_path);
+}
+
+Tensors torch_run(const std::string& func, const Tensors& inputs, const nlohmann::json& args) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  const std::string out_path = cache_dir() + "/run-" + std::to_string(::getpid()) + ".safetensors";
+  compute(func, inputs, args, out_path);
+  Tensors out = read_outputs(out_path);
+  ::unlink(out_path.c_str());
   return out;
 }
 

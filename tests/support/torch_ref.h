@@ -5,8 +5,12 @@
 //
 // "module.func" names a function in tests/golden/gen/module.py taking (inputs: dict of tensors,
 // args: dict) and returning a dict of tensors. One Python process serves the whole test binary
-// (started on first use, through /usr/bin/python3); results are cached on disk by a hash of the
-// function name, the script's source, the arguments and the input bytes.
+// (started on first use, through /usr/bin/python3, and again after it has died); results are cached
+// on disk under reference_key() (below). A generator whose point is a side effect (a file it writes
+// at a path in args) runs through torch_run, which never uses the cache.
+//
+// A server that dies is a test failure naming the generator (SIGPIPE is ignored: a write to a dead
+// server is EPIPE, not the end of the test binary).
 #pragma once
 #include <map>
 #include <string>
@@ -21,6 +25,21 @@ namespace attn::test {
 using Tensors = std::map<std::string, Tensor>;
 
 Tensors torch_ref(const std::string& func, const Tensors& inputs, const nlohmann::json& args = nlohmann::json::object());
+// The same without the cache: func runs every time (for generators that write files).
+Tensors torch_run(const std::string& func, const Tensors& inputs, const nlohmann::json& args = nlohmann::json::object());
+
+// The key of a reference in the cache (16 hex digits): a hash of the function name, the arguments, the
+// input tensors and reference_key_material(source_dir, args). An empty source_dir is attn's.
+std::string reference_key(const std::string& func, const Tensors& inputs, const nlohmann::json& args,
+                          const std::string& source_dir = "");
+// Everything else a reference depends on, one item a line: reference_versions(); every script the
+// server may run (tests/support/ref_server.py, tests/golden/gen/*.py, tools/*.py: path under source_dir
+// and a hash of the content); and the data that each absolute path among args' strings names (a
+// file: a hash of its bytes; a folder: its files' names, sizes and modification times).
+std::string reference_key_material(const std::string& source_dir, const nlohmann::json& args);
+// The versions of Python, torch, torchvision, numpy and PIL (tests/support/ref_versions.py; read once
+// per process).
+const std::string& reference_versions();
 
 // Max |a - b| (as double) and whether every element satisfies |a - b| <= atol + rtol |b|.
 // NaNs must match in position; infinities must match exactly. The dtypes and shapes must be equal

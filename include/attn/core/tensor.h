@@ -33,11 +33,32 @@ struct Storage {
   // Set while `data` holds a weight in the GEMM's own packed layout (nn::pack_linear_weights): opaque
   // to everything but attn::linear, so Tensor::data() / raw_data() refuse such a tensor.
   std::shared_ptr<const void> gemm_packed;
+  // The storage of a tensor made under a ShapesOnlyGuard: nothing allocated, `data` stays null.
+  bool shapes_only = false;
+  struct ShapesOnly {};
   explicit Storage(size_t nbytes);
+  Storage(size_t nbytes, ShapesOnly) : nbytes(nbytes), shapes_only(true) {}
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 };
+
+// While a ShapesOnlyGuard lives (on this thread), new tensors get their shapes, strides and dtypes
+// but no storage: nothing is allocated, and writing into them does nothing (fill_, copy_, zeros,
+// from_vector, arange and the nn::init initialisers, which draw nothing). Building a model under one
+// gives every parameter's shape at no memory or time cost, to count (models::parameter_count) or
+// describe (`attn info`) a model of any size. Reading such a tensor, or computing with it, is an
+// attn::Error naming the guard; it stays shapes-only after the guard ends.
+//
+//   { ShapesOnlyGuard shapes; n = models::create("vit_huge_patch14_224")->num_parameters(); }   // 632M, no bytes
+class ShapesOnlyGuard {
+ public:
+  ShapesOnlyGuard();
+  ~ShapesOnlyGuard();
+  ShapesOnlyGuard(const ShapesOnlyGuard&) = delete;
+  ShapesOnlyGuard& operator=(const ShapesOnlyGuard&) = delete;
+};
+bool shapes_only_mode();   // inside a ShapesOnlyGuard on this thread
 
 namespace autograd { struct Node; }
 
@@ -91,6 +112,8 @@ class Tensor {
   void* raw_data() const;
   // True while the storage holds a GEMM-packed weight (see Storage::gemm_packed).
   bool is_gemm_packed() const { return impl().storage && impl().storage->gemm_packed != nullptr; }
+  // True for a tensor made under a ShapesOnlyGuard (and its views): no values, shapes only.
+  bool is_shapes_only() const { return impl().storage && impl().storage->shapes_only; }
 
   // ---- autograd ----
   bool requires_grad() const { return impl().requires_grad; }
@@ -141,7 +164,8 @@ class Tensor {
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
-// Throws if t's storage holds a GEMM-packed weight (Storage::gemm_packed): for kernels that read
+// Throws if t's storage cannot be read as plain values: it holds a GEMM-packed weight
+// (Storage::gemm_packed), or nothing (a shapes-only tensor, see ShapesOnlyGuard). For kernels that read
 // storage->data directly rather than through Tensor::data().
 void check_not_gemm_packed(const Tensor& t);
 

@@ -8,6 +8,7 @@
 //   models::model_names();                                       // every registered name
 //   models::model_names("translation");                          // those of one task
 //   models::model_entry("vit_base_patch16_224").task;            // "image-classification"
+//   models::parameter_count("vit_huge_patch14_224");             // 632,045,800, nothing allocated
 #pragma once
 #include <functional>
 #include <memory>
@@ -60,6 +61,14 @@ std::shared_ptr<ImageClassifier> create_model(const std::string& name,
                                               const nlohmann::json& overrides = nlohmann::json::object());
 // Every registered name, or those whose task is `task`.
 std::vector<std::string> model_names(const std::string& task = "");
+// The model built under a ShapesOnlyGuard (attn/core/tensor.h): every parameter and buffer has its
+// shape and dtype but no storage, and no initialiser runs, so any model is built in milliseconds
+// without memory. For describing a model (parameter_table(), config(), macs_per_image()); running it is
+// an attn::Error. The same errors as create() for an unknown name or a bad config.
+std::shared_ptr<Model> create_shapes_only(const std::string& name,
+                                          const nlohmann::json& overrides = nlohmann::json::object());
+// Parameters of the model `name` with `overrides` (create_shapes_only(...)->num_parameters()).
+int64_t parameter_count(const std::string& name, const nlohmann::json& overrides = nlohmann::json::object());
 const ModelEntry& model_entry(const std::string& name);
 bool has_model(const std::string& name);
 

@@ -146,7 +146,7 @@ inline const AttentionKernels& attention_kernels(Isa isa) {
                                              {avx512::attention_fwd, avx512::attention_bwd}};
   return tables[int(isa)];
 }
-inline const AttentionKernels& attention_kernels() { return attention_kernels(active_isa()); }
+inline const AttentionKernels& attention_kernels() { return attention_kernels(detail::dispatch_isa()); }
 #endif
 
 }  // namespace

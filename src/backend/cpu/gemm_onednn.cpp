@@ -5,6 +5,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "attn/core/isa.h"
 #include "attn/core/parallel.h"
 #include "gemm.h"
 
@@ -93,10 +94,17 @@ std::shared_ptr<Prim> cached_prim(const std::string& key, Make make) {
   return p;
 }
 
-// The primitive descriptor of C = A · B (+ bias) over p's descriptors.
+// The primitive descriptor of C = A · B (+ bias) over p's descriptors. A bf16 matmul notes its kernel
+// path (attn/core/isa.h) from the implementation oneDNN chose ("brg:avx512_core_amx", "..._bf16").
 dnnl::matmul::primitive_desc matmul_pd(const Prim& p, bool with_bias) {
   dnnl::matmul::desc d = with_bias ? dnnl::matmul::desc(p.a, p.b, p.bias, p.c) : dnnl::matmul::desc(p.a, p.b, p.c);
-  return dnnl::matmul::primitive_desc(d, cpu_engine());
+  dnnl::matmul::primitive_desc pd(d, cpu_engine());
+  if (p.a.data_type() == dnnl::memory::data_type::bf16 || p.b.data_type() == dnnl::memory::data_type::bf16) {
+    const char* impl = pd.impl_info_str();
+    if (std::strstr(impl, "amx")) detail::note_kernel_path(KernelPath::amx);
+    else if (std::strstr(impl, "bf16")) detail::note_kernel_path(KernelPath::avx512_bf16);
+  }
+  return pd;
 }
 
 void run_prim(const Prim& p, void* a, void* b, const Tensor& bias, void* c) {

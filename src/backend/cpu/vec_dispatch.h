@@ -73,7 +73,7 @@ static inline const RowKernels& row_kernels(Isa isa) {
 #undef ATTN_ROW_KERNEL_TABLE
   return tables[int(isa)];
 }
-static inline const RowKernels& row_kernels() { return row_kernels(active_isa()); }
+static inline const RowKernels& row_kernels() { return row_kernels(detail::dispatch_isa()); }
 
 // Runs fn(r0, r1, acc) over [0, rows) in parallel. With `out` null, acc is null and the rows are
 // split by parallel_for (at least `grain` rows a chunk). Otherwise the rows are cut into fixed

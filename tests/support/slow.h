@@ -1,0 +1,17 @@
+// The tests' one switch for long tests, ATTN_TEST_SLOW (docs/environment.md): 0 leaves out every test
+// whose name contains "Slow" (convergence runs, full-size models; the sanitizer stage sets it), any
+// other value or none runs them. tests/support/test_main.cpp applies it as a gtest filter.
+//
+//   if (!test::slow_tests_enabled()) GTEST_SKIP() << "ATTN_TEST_SLOW=0";   // for a part of a test
+#pragma once
+#include <cstdlib>
+#include <cstring>
+
+namespace attn::test {
+
+inline bool slow_tests_enabled() {
+  const char* s = std::getenv("ATTN_TEST_SLOW");
+  return !(s && std::strcmp(s, "0") == 0);
+}
+
+}  // namespace attn::test
