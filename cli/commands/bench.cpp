@@ -1,12 +1,17 @@
-// attn bench --model NAME [--weights W] [--batch B] [--seq-len T] [--threads T] [--iters N] [--warmup W]
-// [--json]: inference latency of an image classifier, or of a BERT on random token ids (B sequences of
-// T tokens, no padding), in eval mode without gradients.
+// attn bench --model NAME [--weights W] [--batch B] [--seq-len T] [--lengths L,L,...] [--threads T]
+// [--iters N] [--warmup W] [--json]: inference latency of an image classifier, or of a BERT on random
+// token ids (B sequences of T tokens, no padding; or one batch of the --lengths given, padded to the
+// longest with an attention mask, which BERT runs packed: its valid tokens only), in eval mode without
+// gradients.
 //
 //   attn bench --model vit_base_patch16_224 --batch 1 --threads 2
 //   attn bench --model bert-base-uncased --batch 1 --seq-len 128 --model-config '{"architecture": "BertModel"}'
+//   attn bench --model bert-base-uncased --lengths 16,32,48,64,80,96,112,128 --dtype bf16
 //
-// Prints the latency median and p90 over N timed forward passes (after W warm-up passes), images/s,
-// GFLOP/s (2 x the model's macs_per_image x batch / median), the fraction of the GEMM ceiling measured
+// Prints the latency median and p90 over N timed forward passes (after W warm-up passes), images/s
+// (BERT: sequences/s and tokens/s, the valid tokens counted),
+// GFLOP/s (2 x the model's macs_per_image x batch / median; BERT: the sum of macs_per_sequence over
+// the batch's sequences at their own lengths), the fraction of the GEMM ceiling measured
 // in the same run (a 2048^3 f32 matmul through attn's matmul, i.e. oneDNN, timed for --gemm-seconds;
 // the best repetition counts), the peak resident memory (VmHWM of /proc/self/status) of the load and,
 // counted afresh after it, of the passes (steady state), and the tensor bytes of the model and of a
@@ -18,6 +23,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <string>
@@ -78,12 +84,31 @@ double gemm_ceiling_gflops(int64_t n, double budget_s, bool bf16) {
 }
 
 struct BenchOpts {
-  std::string model, weights, format = "auto", dtype = "f32", model_config;
+  std::string model, weights, format = "auto", dtype = "f32", model_config, lengths_arg;
   int64_t batch = 1, seq_len = 128, iters = 20, warmup = 3, gemm_size = 2048;
   double gemm_seconds = 1.0;
-  bool json = false, no_pack = false;
+  bool json = false, no_pack = false, padded = false;
+  bool batch_given = false, seq_len_given = false;
+  std::vector<int64_t> lengths;   // --lengths parsed: one sequence each
   int threads = 0;
 };
+
+// "16,32,48" -> {16, 32, 48}, each >= 1.
+std::vector<int64_t> parse_lengths(const std::string& s) {
+  std::vector<int64_t> out;
+  size_t at = 0;
+  while (at <= s.size()) {
+    const size_t end = std::min(s.find(',', at), s.size());
+    const std::string item = s.substr(at, end - at);
+    char* stop = nullptr;
+    const long long v = std::strtoll(item.c_str(), &stop, 10);
+    ATTN_CHECK(!item.empty() && stop && *stop == '\0' && v >= 1, "bench: expected --lengths as positive integers "
+               "separated by commas (e.g. 16,32,64), got '", s, "'");
+    out.push_back(v);
+    at = end + 1;
+  }
+  return out;
+}
 
 // The model the options name: random weights, or an attn checkpoint / foreign weights of --model
 // streamed in (converted tensor by tensor); eval mode; bf16 Linear weights when asked; packed unless
@@ -92,7 +117,6 @@ std::shared_ptr<models::Model> load_bench_model(const BenchOpts& o, std::string&
   std::shared_ptr<models::Model> model;
   weights_desc = "random";
   const bool text = models::model_entry(o.model).task == models::kMaskedLM;
-  ATTN_CHECK(!text || o.dtype == "f32", "bench: --dtype bf16 is for image classifiers, not ", o.model);
   nlohmann::json over = nlohmann::json::object();
   if (!o.model_config.empty()) {
     over = nlohmann::json::parse(o.model_config, nullptr, /*allow_exceptions=*/false);
@@ -114,8 +138,9 @@ std::shared_ptr<models::Model> load_bench_model(const BenchOpts& o, std::string&
     weights_desc = p.metadata.contains("format") ? "attn checkpoint" : "foreign";   // a checkpoint's metadata
   }
   model->eval();
-  if (o.dtype == "bf16")
-    nn::convert_linear_weights_to_bf16(*model);   // random weights; a no-op for loaded ones (bf16 already)
+  // Random weights; a no-op for loaded ones (bf16 already). BERT's MLM decoder gets its own bf16 copy of
+  // the (f32) word embeddings.
+  if (o.dtype == "bf16") nn::convert_linear_weights_to_bf16(*model);
   // Weights packed once into the GEMM's layout, as predict / eval do (nn::pack_linear_weights).
   packed = o.no_pack ? 0 : nn::pack_linear_weights(*model);
   return model;
@@ -133,10 +158,16 @@ void print_bench_text(const BenchOpts& o, const nlohmann::json& j) {
   std::printf("latency     median %.2f ms  p90 %.2f ms  (min %.2f, max %.2f; %lld timed after %lld warm-up)\n",
               lat["median"].get<double>(), lat["p90"].get<double>(), lat["min"].get<double>(), lat["max"].get<double>(),
               (long long)o.iters, (long long)o.warmup);
-  if (j.contains("seq_len"))
-    std::printf("throughput  %.2f sequences/s of %lld tokens  %.1f GFLOP/s (%.3f GMACs/sequence)\n",
-                j["sequences_per_s"].get<double>(), (long long)j["seq_len"].get<int64_t>(), gflops,
-                j["gmacs_per_sequence"].get<double>());
+  if (j.contains("lengths"))
+    std::printf("throughput  %.2f sequences/s, %.0f tokens/s (%lld tokens, lengths %s, padded to %lld, %s)  "
+                "%.1f GFLOP/s (%.3f GMACs/sequence on average)\n",
+                j["sequences_per_s"].get<double>(), j["tokens_per_s"].get<double>(),
+                (long long)j["tokens"].get<int64_t>(), o.lengths_arg.c_str(), (long long)j["seq_len"].get<int64_t>(),
+                j["packed_tokens"].get<bool>() ? "packed" : "padded path", gflops, j["gmacs_per_sequence"].get<double>());
+  else if (j.contains("seq_len"))
+    std::printf("throughput  %.2f sequences/s of %lld tokens, %.0f tokens/s  %.1f GFLOP/s (%.3f GMACs/sequence)\n",
+                j["sequences_per_s"].get<double>(), (long long)j["seq_len"].get<int64_t>(),
+                j["tokens_per_s"].get<double>(), gflops, j["gmacs_per_sequence"].get<double>());
   else
     std::printf("throughput  %.2f images/s  %.1f GFLOP/s (%.3f GMACs/image)\n", j["images_per_s"].get<double>(), gflops,
                 j["gmacs_per_image"].get<double>());
@@ -153,7 +184,8 @@ void print_bench_text(const BenchOpts& o, const nlohmann::json& j) {
 // multiply-accumulates per item.
 struct BenchWork {
   std::function<void()> forward;
-  int64_t macs_per_item = 0;
+  int64_t items = 0, macs = 0;   // per pass: images or sequences, and all their multiply-accumulates
+  int64_t tokens = 0;            // BERT: the valid tokens per pass
   bool text = false;
 };
 
@@ -161,16 +193,27 @@ BenchWork bench_work(const BenchOpts& o, const std::shared_ptr<models::Model>& m
   BenchWork w;
   Generator g(0);
   if (auto bert = std::dynamic_pointer_cast<models::BertPreTrainedModel>(model)) {
-    ATTN_CHECK(o.seq_len >= 1 && o.seq_len <= bert->cfg().max_position_embeddings, "bench: expected --seq-len in [1, ",
-               bert->cfg().max_position_embeddings, "], got ", o.seq_len);
-    const Tensor u = rand({o.batch, o.seq_len}, g) * double(bert->cfg().vocab_size);
-    std::vector<int64_t> ids;
+    const int64_t max_t = bert->cfg().max_position_embeddings;
+    std::vector<int64_t> lengths = o.lengths;
+    if (lengths.empty()) lengths.assign(size_t(o.batch), o.seq_len);
+    const int64_t B = int64_t(lengths.size()), longest = *std::max_element(lengths.begin(), lengths.end());
+    const int64_t T = o.lengths.empty() || o.seq_len_given ? o.seq_len : longest;
+    ATTN_CHECK(T >= 1 && T <= max_t, "bench: expected --seq-len in [1, ", max_t, "], got ", T);
+    ATTN_CHECK(longest <= T, "bench: --lengths up to ", longest, " do not fit in --seq-len ", T);
+    const Tensor u = rand({B, T}, g) * double(bert->cfg().vocab_size);
+    std::vector<int64_t> ids, mask(size_t(B * T), 0);
     for (float v : u.to_vector<float>()) ids.push_back(std::min<int64_t>(int64_t(v), bert->cfg().vocab_size - 1));
-    const Tensor x = Tensor::from_vector(ids, {o.batch, o.seq_len});
+    for (int64_t b = 0; b < B; ++b) {
+      for (int64_t t = 0; t < lengths[size_t(b)]; ++t) mask[size_t(b * T + t)] = 1;
+      w.macs += bert->macs_per_sequence(lengths[size_t(b)]);
+      w.tokens += lengths[size_t(b)];
+    }
     models::BertInputs in;
-    in.input_ids = x;
-    w.forward = [bert, in] { (void)bert->forward(in); };
-    w.macs_per_item = bert->macs_per_sequence(o.seq_len);
+    in.input_ids = Tensor::from_vector(ids, {B, T});
+    if (!o.lengths.empty()) in.attention_mask = Tensor::from_vector(mask, {B, T});
+    const models::BertOutputOptions oo{.pack_tokens = !o.padded};
+    w.forward = [bert, in, oo] { (void)bert->forward(in, oo); };
+    w.items = B;
     w.text = true;
     return w;
   }
@@ -178,11 +221,62 @@ BenchWork bench_work(const BenchOpts& o, const std::shared_ptr<models::Model>& m
   const nlohmann::json cfg = model->config();
   ATTN_CHECK(image && cfg.contains("image_size") && cfg.contains("in_channels"), "bench: model '", o.model,
              "' is neither an image classifier (with image_size / in_channels) nor a BERT");
+  ATTN_CHECK(o.lengths.empty() && !o.padded, "bench: --lengths and --padded are for BERT, not ", o.model);
   const int64_t s = cfg["image_size"].get<int64_t>(), ch = cfg["in_channels"].get<int64_t>();
   const Tensor x = randn({o.batch, ch, s, s}, g);
   w.forward = [image, x] { (void)image->forward(x); };
-  w.macs_per_item = image->macs_per_image();
+  w.items = o.batch;
+  w.macs = image->macs_per_image() * o.batch;
   return w;
+}
+
+// What a run measured besides the pass times.
+struct BenchRecord {
+  std::string weights_desc;
+  int64_t packed = 0;
+  double load_s = 0, ceiling = 0;
+  int64_t params_bytes = 0, hwm_load = 0, hwm_steady = 0, rss_steady = 0, live_before = 0, act_peak = 0;
+};
+
+// The run's JSON record; `times` sorted.
+nlohmann::json bench_json(const BenchOpts& o, const BenchWork& work, const std::vector<double>& times,
+                          const BenchRecord& r) {
+  const double median = percentile(times, 0.5), p90 = percentile(times, 0.9);
+  const double gflops = 2.0 * double(work.macs) / median / 1e9;
+  const std::string gemm_path = o.dtype == "bf16" ? bf16_gemm_name(bf16_gemm_mode()) : "f32";
+  nlohmann::json j = {{"model", o.model},
+                      {"weights", r.weights_desc},
+                      {"dtype", o.dtype},
+                      {"gemm_path", gemm_path},
+                      {"packed_linear_weights", r.packed},
+                      {"batch", o.batch},
+                      {"threads", get_num_threads()},
+                      {"iters", o.iters},
+                      {"warmup", o.warmup},
+                      {"load_s", r.load_s},
+                      {"latency_ms", {{"median", median * 1e3}, {"p90", p90 * 1e3},
+                                      {"min", times.front() * 1e3}, {"max", times.back() * 1e3}}},
+                      {work.text ? "sequences_per_s" : "images_per_s", double(work.items) / median},
+                      {work.text ? "gmacs_per_sequence" : "gmacs_per_image", double(work.macs) / double(work.items) / 1e9},
+                      {"gflops", gflops},
+                      {"gemm_ceiling_gflops", r.ceiling},
+                      {"gemm_fraction", r.ceiling > 0 ? gflops / r.ceiling : 0.0},
+                      {"weights_mb", double(r.params_bytes) / 1e6},
+                      {"peak_rss_load_mb", double(r.hwm_load) / 1e6},
+                      {"peak_rss_steady_mb", double(r.hwm_steady) / 1e6},
+                      {"rss_steady_mb", double(r.rss_steady) / 1e6},
+                      {"tensor_bytes_model_mb", double(r.live_before) / 1e6},
+                      {"tensor_bytes_pass_peak_mb", double(r.act_peak) / 1e6}};
+  if (work.text) {
+    j["seq_len"] = o.lengths.empty() || o.seq_len_given ? o.seq_len : *std::max_element(o.lengths.begin(), o.lengths.end());
+    j["tokens"] = work.tokens;
+    j["tokens_per_s"] = double(work.tokens) / median;
+    if (!o.lengths.empty()) {
+      j["lengths"] = o.lengths;
+      j["packed_tokens"] = !o.padded;
+    }
+  }
+  return j;
 }
 
 }  // namespace
@@ -195,7 +289,13 @@ void add_bench(CLI::App& app) {
   c->add_option("--format", o->format, "auto | timm | hf | torchvision (layout of foreign --weights)")
       ->capture_default_str();
   c->add_option("--batch", o->batch, "images (or sequences) per forward pass")->capture_default_str();
-  c->add_option("--seq-len", o->seq_len, "BERT: tokens per sequence (random ids, no padding)")->capture_default_str();
+  auto* batch_opt = c->get_option("--batch");
+  auto* seq_len_opt =
+      c->add_option("--seq-len", o->seq_len, "BERT: tokens per sequence (random ids, no padding; with --lengths: "
+                    "the padded width, default the longest)")->capture_default_str();
+  c->add_option("--lengths", o->lengths_arg, "BERT: one batch of sequences of these lengths, e.g. 16,32,64 "
+                "(padded to the longest, with an attention mask; run packed)");
+  c->add_flag("--padded", o->padded, "BERT: run a padded batch on the padded path (every position), not packed");
   c->add_option("--model-config", o->model_config,
                 "JSON object of config overrides for --model (e.g. {\"architecture\": \"BertModel\"})");
   c->add_option("--iters", o->iters, "timed forward passes")->capture_default_str();
@@ -206,7 +306,7 @@ void add_bench(CLI::App& app) {
   c->add_flag("--json", o->json, "print one JSON object");
   c->add_flag("--no-pack", o->no_pack, "keep the Linear weights in their plain layout (no nn::pack_linear_weights)");
   c->add_option("--threads", o->threads, "threads (default: ATTN_NUM_THREADS or all cores)");
-  c->callback([o] {
+  c->callback([o, batch_opt, seq_len_opt] {
     apply_threads(o->threads);
     ATTN_CHECK(o->batch >= 1, "bench: expected --batch >= 1, got ", o->batch);
     ATTN_CHECK(o->iters >= 1, "bench: expected --iters >= 1, got ", o->iters);
@@ -214,6 +314,14 @@ void add_bench(CLI::App& app) {
     ATTN_CHECK(o->gemm_size >= 16, "bench: expected --gemm-size >= 16, got ", o->gemm_size);
     ATTN_CHECK(o->gemm_seconds >= 0, "bench: expected --gemm-seconds >= 0, got ", o->gemm_seconds);
     ATTN_CHECK(o->dtype == "f32" || o->dtype == "bf16", "bench: expected --dtype f32 or bf16, got '", o->dtype, "'");
+    o->batch_given = batch_opt->count() > 0;
+    o->seq_len_given = seq_len_opt->count() > 0;
+    if (!o->lengths_arg.empty()) {
+      o->lengths = parse_lengths(o->lengths_arg);
+      ATTN_CHECK(!o->batch_given || o->batch == int64_t(o->lengths.size()), "bench: --batch ", o->batch,
+                 " disagrees with the ", o->lengths.size(), " --lengths (leave --batch out)");
+      o->batch = int64_t(o->lengths.size());
+    }
 
     const auto t_load = Clock::now();
     std::string weights_desc;
@@ -244,39 +352,12 @@ void add_bench(CLI::App& app) {
     const int64_t hwm_steady = proc_status_bytes("VmHWM"), rss_steady = proc_status_bytes("VmRSS");
     const int64_t act_peak = memory_stats().peak_bytes - live_before;   // tensors a pass allocates
     std::sort(times.begin(), times.end());
-    const double median = percentile(times, 0.5), p90 = percentile(times, 0.9);
-    const int64_t macs = work.macs_per_item;
-    const double gflops = 2.0 * double(macs) * double(o->batch) / median / 1e9;
     const double ceiling = o->gemm_seconds > 0 ? gemm_ceiling_gflops(o->gemm_size, o->gemm_seconds, o->dtype == "bf16") : 0.0;
-    const double images_s = double(o->batch) / median;
     int64_t params_bytes = 0;
     for (const Tensor& p : model->parameters()) params_bytes += p.numel() * int64_t(dtype_size(p.dtype()));
-    const std::string gemm_path = o->dtype == "bf16" ? bf16_gemm_name(bf16_gemm_mode()) : "f32";
-
-    nlohmann::json j = {{"model", o->model},
-                        {"weights", weights_desc},
-                        {"dtype", o->dtype},
-                        {"gemm_path", gemm_path},
-                        {"packed_linear_weights", packed},
-                        {"batch", o->batch},
-                        {"threads", get_num_threads()},
-                        {"iters", o->iters},
-                        {"warmup", o->warmup},
-                        {"load_s", load_s},
-                        {"latency_ms", {{"median", median * 1e3}, {"p90", p90 * 1e3},
-                                        {"min", times.front() * 1e3}, {"max", times.back() * 1e3}}},
-                        {work.text ? "sequences_per_s" : "images_per_s", images_s},
-                        {work.text ? "gmacs_per_sequence" : "gmacs_per_image", double(macs) / 1e9},
-                        {"gflops", gflops},
-                        {"gemm_ceiling_gflops", ceiling},
-                        {"gemm_fraction", ceiling > 0 ? gflops / ceiling : 0.0},
-                        {"weights_mb", double(params_bytes) / 1e6},
-                        {"peak_rss_load_mb", double(hwm_load) / 1e6},
-                        {"peak_rss_steady_mb", double(hwm_steady) / 1e6},
-                        {"rss_steady_mb", double(rss_steady) / 1e6},
-                        {"tensor_bytes_model_mb", double(live_before) / 1e6},
-                        {"tensor_bytes_pass_peak_mb", double(act_peak) / 1e6}};
-    if (work.text) j["seq_len"] = o->seq_len;
+    BenchRecord rec{weights_desc, packed, load_s, ceiling, params_bytes, hwm_load, hwm_steady, rss_steady, live_before,
+                    act_peak};
+    const nlohmann::json j = bench_json(*o, work, times, rec);
     if (o->json) std::printf("%s\n", j.dump().c_str());
     else print_bench_text(*o, j);
     std::fflush(stdout);

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 #include "attn/autograd/grad_mode.h"
 #include "attn/core/json_config.h"
+#include "attn/core/parallel.h"
 #include "attn/nn/init.h"
 #include "attn/ops/attention.h"
 #include "attn/ops/elementwise.h"
@@ -57,22 +59,65 @@ std::shared_ptr<nn::Embedding> bert_embedding(int64_t n, int64_t dim) {
 
 Shape bert_shape_of(const Tensor& t) { return t.defined() ? t.shape() : Shape{}; }
 
-// attention_mask (B, T) -> u8 (B, 1, 1, T), nonzero = padding; undefined when nothing is padded (the
-// attention then takes its unmasked path).
-Tensor bert_padding_mask(const Tensor& mask, int64_t B, int64_t T) {
-  if (!mask.defined()) return Tensor();
+// The batch as attention_mask describes it: the padding as a u8 (B, 1, 1, T) mask, nonzero = padding,
+// undefined when nothing is padded (the attention then takes its unmasked path); and the valid tokens
+// (mask nonzero) in order, for the packed path.
+struct BertTokens {
+  Tensor pad;
+  std::vector<int64_t> index;        // b * T + t of each valid token
+  std::vector<int64_t> cu_seqlens;   // (B + 1)
+};
+
+BertTokens bert_tokens(const Tensor& mask, int64_t B, int64_t T) {
+  BertTokens r;
+  if (!mask.defined()) return r;
   ATTN_CHECK(mask.dim() == 2 && mask.size(0) == B && mask.size(1) == T, "BERT: expected attention_mask of shape ",
              Shape({B, T}), " (as input_ids), got ", mask.shape());
   ATTN_CHECK(mask.dtype() != DType::bf16, "BERT: expected attention_mask of dtype i64, i32, u8, f32 or f64, got bf16");
   const std::vector<double> v = mask.to_vector<double>();
   Tensor pad = Tensor::empty({B, 1, 1, T}, DType::u8);
   uint8_t* p = pad.data<uint8_t>();
-  bool any = false;
-  for (size_t i = 0; i < v.size(); ++i) {
-    p[i] = v[i] == 0.0 ? 1 : 0;
-    any |= p[i] != 0;
+  r.cu_seqlens.push_back(0);
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t t = 0; t < T; ++t) {
+      const int64_t i = b * T + t;
+      p[i] = v[size_t(i)] == 0.0 ? 1 : 0;
+      if (!p[i]) r.index.push_back(i);
+    }
+    r.cu_seqlens.push_back(int64_t(r.index.size()));
   }
-  return any ? pad : Tensor();
+  if (int64_t(r.index.size()) < B * T) r.pad = pad;
+  return r;
+}
+
+// rows (N, ...) placed at rows `index` of a (n, ...) tensor whose other rows are 0; no autograd (the
+// packed path runs without gradients).
+Tensor bert_scatter_rows(const Tensor& rows_in, const std::vector<int64_t>& index, int64_t n) {
+  const Tensor rows = rows_in.contiguous();
+  Shape shape = rows.shape();
+  shape[0] = n;
+  Tensor out = Tensor::empty(shape, rows.dtype());
+  std::vector<int64_t> source(size_t(n), -1);
+  for (size_t i = 0; i < index.size(); ++i) source[size_t(index[i])] = int64_t(i);
+  const size_t row_bytes = size_t(rows.numel() / std::max<int64_t>(rows.size(0), 1)) * dtype_size(rows.dtype());
+  const auto* src = reinterpret_cast<const char*>(rows.raw_data());
+  auto* dst = reinterpret_cast<char*>(out.raw_data());
+  parallel_for(0, n, std::max<int64_t>(1, int64_t((64 << 10) / std::max<size_t>(row_bytes, 1))), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t s = source[size_t(r)];
+      if (s < 0) std::memset(dst + size_t(r) * row_bytes, 0, row_bytes);
+      else std::memcpy(dst + size_t(r) * row_bytes, src + size_t(s) * row_bytes, row_bytes);
+    }
+  });
+  return out;
+}
+
+// Whether a backward could follow: grad mode on and some parameter of `m` requires grad.
+bool bert_grad_needed(const nn::Module& m) {
+  if (!grad_enabled()) return false;
+  for (const Tensor& p : m.parameters())
+    if (p.requires_grad()) return true;
+  return false;
 }
 
 void bert_check_ids(const Tensor& t, const char* what, const Shape& want) {
@@ -211,6 +256,13 @@ Tensor BertEmbeddings::forward(const Tensor& ids, const Tensor& types) const {
   return dropout->forward(LayerNorm->forward(x));
 }
 
+Tensor BertEmbeddings::forward_packed(const Tensor& ids, const Tensor& types, const Tensor& positions) const {
+  Tensor x = word_embeddings->forward(ids);   // the padded path's sums, row by row
+  x = types.defined() ? x + token_type_embeddings->forward(types) : x + token_type_embeddings->weight.select(0, 0);
+  x = x + position_embeddings->forward(positions);
+  return dropout->forward(LayerNorm->forward(x));
+}
+
 BertDenseNorm::BertDenseNorm(int64_t in, int64_t out, double eps) {
   dense = register_module("dense", bert_linear(in, out));
   LayerNorm = register_module("LayerNorm", std::make_shared<nn::LayerNorm>(out, eps));
@@ -249,6 +301,16 @@ Tensor BertLayer::forward(const Tensor& x, const Tensor& pad, Tensor* weights) c
     ctx = r.out.transpose(1, 2).reshape({B, T, H});
     *weights = r.weights;
   }
+  return feed_forward(ctx, x);
+}
+
+Tensor BertLayer::forward_packed(const Tensor& x, const std::vector<int64_t>& cu_seqlens) const {
+  ATTN_CHECK(!is_training() || attn_drop_ == 0.0, "BertLayer::forward_packed: expected eval mode (the packed "
+             "attention has no dropout), got training mode with attention dropout ", attn_drop_);
+  return feed_forward(scaled_dot_product_attention_varlen(qkv->forward(x), cu_seqlens, heads_), x);
+}
+
+Tensor BertLayer::feed_forward(const Tensor& ctx, const Tensor& x) const {
   const nn::LayerNorm& n1 = *attention_output->LayerNorm;
   const Tensor a = add_layer_norm(dropout->forward(attention_output->dense->forward(ctx)), x, n1.weight, n1.bias,
                                   n1.options().eps).second;
@@ -273,19 +335,38 @@ BertModel::BertModel(const BertConfig& c, std::string name, bool add_pooling_lay
   }
 }
 
-BertOutput BertModel::forward(const BertInputs& in, const BertOutputOptions& o) {
+BertOutput BertModel::forward(const BertInputs& in, const BertOutputOptions& o) { return forward(in, o, nullptr); }
+
+BertOutput BertModel::forward(const BertInputs& in, const BertOutputOptions& o, BertPackedTokens* packed) {
   bert_check_ids(in.input_ids, "input_ids", {});
   const int64_t B = in.input_ids.size(0), T = in.input_ids.size(1);
   if (in.token_type_ids.defined()) bert_check_ids(in.token_type_ids, "token_type_ids", {B, T});
-  const Tensor pad = bert_padding_mask(in.attention_mask, B, T);
+  BertTokens tok = bert_tokens(in.attention_mask, B, T);
   BertOutput out;
-  Tensor x = embeddings_->forward(in.input_ids, in.token_type_ids);
-  if (o.hidden_states) out.hidden_states.push_back(x);
-  for (size_t i = 0; i < layers_->size(); ++i) {
-    Tensor w;
-    x = (*layers_)[i]->forward(x, pad, o.attentions ? &w : nullptr);
-    if (o.attentions) out.attentions.push_back(w);
+  Tensor x;
+  if (tok.pad.defined() && !tok.index.empty() && o.pack_tokens && !o.attentions && !o.hidden_states && !is_training() &&
+      !bert_grad_needed(*this)) {
+    // The valid tokens only (see bert.h): (N, H) through every layer, scattered back at the end.
+    const int64_t N = int64_t(tok.index.size()), max_t = embeddings_->position_embeddings->options().num_embeddings;
+    ATTN_CHECK(T <= max_t, "BERT: ", T, " tokens exceed max_position_embeddings ", max_t);
+    std::vector<int64_t> pos(tok.index.size());
+    for (size_t i = 0; i < pos.size(); ++i) pos[i] = tok.index[i] % T;
+    const Tensor idx = Tensor::from_vector(tok.index, {N});
+    const Tensor ids = index_select(in.input_ids.reshape({B * T}), 0, idx);
+    const Tensor types = in.token_type_ids.defined() ? index_select(in.token_type_ids.reshape({B * T}), 0, idx) : Tensor();
+    Tensor h = embeddings_->forward_packed(ids, types, Tensor::from_vector(pos, {N}));
+    for (size_t i = 0; i < layers_->size(); ++i) h = (*layers_)[i]->forward_packed(h, tok.cu_seqlens);
+    x = bert_scatter_rows(h, tok.index, B * T).view({B, T, h.size(1)});
+    if (packed) *packed = {h, std::move(tok.index), std::move(tok.cu_seqlens)};
+  } else {
+    x = embeddings_->forward(in.input_ids, in.token_type_ids);
     if (o.hidden_states) out.hidden_states.push_back(x);
+    for (size_t i = 0; i < layers_->size(); ++i) {
+      Tensor w;
+      x = (*layers_)[i]->forward(x, tok.pad, o.attentions ? &w : nullptr);
+      if (o.attentions) out.attentions.push_back(w);
+      if (o.hidden_states) out.hidden_states.push_back(x);
+    }
   }
   out.last_hidden_state = x;
   if (pooler_) out.pooler_output = tanh(pooler_->forward(x.select(1, 0)));
@@ -322,19 +403,29 @@ BertWithHeads::BertWithHeads(const BertConfig& c, std::string name) : BertPreTra
 }
 
 BertOutput BertWithHeads::forward(const BertInputs& in, const BertOutputOptions& o) {
-  BertOutput out = bert_->forward(in, o);
+  BertPackedTokens p;
+  BertOutputOptions bo = o;   // a trainable head on a frozen base model keeps the padded path (and its autograd)
+  bo.pack_tokens = o.pack_tokens && !bert_grad_needed(*this);
+  BertOutput out = bert_->forward(in, bo, &p);
+  // The per-token heads run on the packed rows when there are some, and are scattered back to (B, T, ...).
+  const bool packed = p.hidden.defined();
+  const Tensor& tokens = packed ? p.hidden : out.last_hidden_state;
+  const int64_t B = out.last_hidden_state.size(0), T = out.last_hidden_state.size(1);
+  const auto unpack = [&](const Tensor& t) {
+    return packed ? bert_scatter_rows(t, p.index, B * T).view({B, T, t.size(-1)}) : t;
+  };
   if (transform_) {
     const nn::Linear& d = *transform_->dense;
     const nn::LayerNorm& n = *transform_->LayerNorm;
-    const Tensor t = layer_norm(bias_gelu(linear(out.last_hidden_state, d.weight), d.bias), n.weight, n.bias,
-                                n.options().eps);
-    out.prediction_logits = linear(t, decoder_->weight, *mlm_bias_);   // (B, T, V)
+    const Tensor t = layer_norm(bias_gelu(linear(tokens, d.weight), d.bias), n.weight, n.bias, n.options().eps);
+    out.prediction_logits = unpack(linear(t, decoder_->weight, *mlm_bias_));   // (B, T, V)
   }
   if (seq_relationship_) out.seq_relationship_logits = seq_relationship_->forward(out.pooler_output);
   if (classifier_) {
-    const Tensor& x = cfg_.architecture == BertArchitecture::sequence_classification ? out.pooler_output
-                                                                                      : out.last_hidden_state;
-    out.logits = classifier_->forward(classifier_drop_->forward(x));
+    if (cfg_.architecture == BertArchitecture::sequence_classification)
+      out.logits = classifier_->forward(classifier_drop_->forward(out.pooler_output));
+    else
+      out.logits = unpack(classifier_->forward(classifier_drop_->forward(tokens)));
   }
   return out;
 }

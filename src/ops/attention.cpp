@@ -337,3 +337,95 @@ Tensor scaled_dot_product_attention_packed(const Tensor& qkv, int64_t num_heads,
 }
 
 }  // namespace attn
+
+namespace attn {
+
+namespace {
+
+// cu_seqlens: S + 1 non-decreasing offsets from 0 to n.
+void check_cu_seqlens(const std::vector<int64_t>& cu, int64_t n) {
+  ATTN_CHECK(!cu.empty() && cu.front() == 0 && cu.back() == n, kOp, "_varlen: expected cu_seqlens from 0 to the ",
+             n, " rows of qkv, got ", cu.size(), " offsets from ", cu.empty() ? -1 : cu.front(), " to ",
+             cu.empty() ? -1 : cu.back());
+  for (size_t s = 1; s < cu.size(); ++s)
+    ATTN_CHECK(cu[s] >= cu[s - 1], kOp, "_varlen: expected non-decreasing cu_seqlens, got ", cu[s - 1], " then ",
+               cu[s], " at offset ", s);
+}
+
+// The fused kernel's arguments for sequence [r0, r1) of the packed qkv (rows of 3 C, unit stride
+// within a row) and out (N, C): one batch of T = r1 - r0 tokens, q / k / v / out at their column offsets.
+kernels::AttnFwdArgs varlen_args(const float* qkv, int64_t row, float* out, int64_t r0, int64_t r1, int64_t NH,
+                                 int64_t HS, float scale, bool causal) {
+  const int64_t T = r1 - r0, C = NH * HS;
+  kernels::AttnFwdArgs a;
+  kernels::AttnGeometry& g = a.g;
+  g.B = 1; g.NH = NH; g.Tq = T; g.Tk = T; g.HS = HS; g.HSv = HS;
+  g.q_sb = g.k_sb = g.v_sb = T * row;
+  g.q_sh = g.k_sh = g.v_sh = HS;
+  g.q_st = g.k_st = g.v_st = row;
+  g.scale = scale;
+  g.causal = causal;
+  a.q = qkv + r0 * row;
+  a.k = a.q + C;
+  a.v = a.q + 2 * C;
+  a.out = out + r0 * C;
+  a.o_sb = T * C; a.o_sh = HS; a.o_st = C;
+  return a;
+}
+
+}  // namespace
+
+Tensor scaled_dot_product_attention_varlen(const Tensor& qkv_in, const std::vector<int64_t>& cu, int64_t num_heads,
+                                           const SdpaOptions& opts) {
+  ATTN_CHECK(qkv_in.defined() && qkv_in.dim() == 2, kOp, "_varlen: expected qkv of shape (N, 3 C), got ",
+             qkv_in.defined() ? qkv_in.shape() : Shape{});
+  ATTN_CHECK(qkv_in.dtype() == DType::f32 || qkv_in.dtype() == DType::f64, kOp,
+             "_varlen: expected f32 or f64 qkv, got ", dtype_name(qkv_in.dtype()));
+  ATTN_CHECK(num_heads > 0 && qkv_in.size(1) % (3 * num_heads) == 0, kOp, "_varlen: the last dim of qkv ",
+             qkv_in.shape(), " is not 3 x num_heads (", num_heads, ") x a head size");
+  ATTN_CHECK(!opts.need_weights && opts.dropout_p == 0.0, kOp, "_varlen: expected no dropout and no weights (an "
+             "inference op), got dropout_p ", opts.dropout_p, opts.need_weights ? " and need_weights" : "");
+  ATTN_CHECK(!autograd::needs_grad({qkv_in}), kOp, "_varlen: has no backward, but qkv requires grad (run it under "
+             "NoGradGuard, or use scaled_dot_product_attention_packed on padded sequences)");
+  const int64_t N = qkv_in.size(0), C = qkv_in.size(1) / 3, HS = C / num_heads;
+  check_cu_seqlens(cu, N);
+  const double scale = std::isnan(opts.scale) ? 1.0 / std::sqrt(double(HS)) : opts.scale;
+  if (qkv_in.dtype() == DType::f64) {   // the naive path, sequence by sequence
+    Tensor out = Tensor::zeros({N, C}, DType::f64);
+    SdpaOptions o = opts;
+    o.impl = SdpaImpl::naive;
+    o.causal_align = CausalAlign::top_left;
+    for (size_t s = 0; s + 1 < cu.size(); ++s)
+      if (cu[s + 1] > cu[s])
+        out.slice(0, cu[s], cu[s + 1])
+            .copy_(scaled_dot_product_attention_packed(qkv_in.slice(0, cu[s], cu[s + 1]).unsqueeze(0), num_heads,
+                                                       Tensor(), o)
+                       .squeeze(0));
+    return out;
+  }
+  const Tensor qkv = qkv_in.stride(1) == 1 ? qkv_in.detach() : qkv_in.detach().contiguous();
+  Tensor out = Tensor::empty({N, C});
+  // One item list over all sequences: sequence s owns items [first[s], first[s + 1]).
+  const int64_t S = int64_t(cu.size()) - 1;
+  std::vector<kernels::AttnFwdArgs> args(size_t(std::max<int64_t>(S, 0)));
+  std::vector<int64_t> first(size_t(S + 1), 0);
+  int64_t qblocks = 0;
+  for (int64_t s = 0; s < S; ++s) qblocks += num_heads * ((cu[s + 1] - cu[s] + kernels::kAttnBQ - 1) / kernels::kAttnBQ);
+  const int64_t qpi = std::clamp<int64_t>(qblocks / (2 * get_num_threads()), 1, 4);
+  for (int64_t s = 0; s < S; ++s) {
+    args[size_t(s)] = varlen_args(qkv.data<float>(), qkv.stride(0), out.data<float>(), cu[s], cu[s + 1], num_heads,
+                                  HS, float(scale), opts.causal);
+    args[size_t(s)].q_blocks_per_item = qpi;
+    first[size_t(s + 1)] = first[size_t(s)] + kernels::attention_fwd_items(args[size_t(s)].g, qpi);
+  }
+  kernels::AttnGeometry g0;
+  g0.HS = g0.HSv = HS;
+  const auto& kern = kernels::attention_kernels();
+  run_items(first.back(), kernels::attention_fwd_scratch(g0, qpi), [&](int64_t it, float* scratch) {
+    const size_t s = size_t(std::upper_bound(first.begin(), first.end(), it) - first.begin()) - 1;
+    kern.fwd(args[s], it - first[s], it - first[s] + 1, scratch);
+  });
+  return out;
+}
+
+}  // namespace attn

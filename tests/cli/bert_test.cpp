@@ -1,7 +1,8 @@
 // The attn tool with BERT: `info` prints the base model's and the full model's parameter counts (the
 // counts of PyTorch's module tree, tests/golden/gen/bert.py), `convert` turns transformers' weights
 // with their config.json into an attn checkpoint that loads back to the same outputs, `bench` runs a
-// BERT on random token ids, and `train` says that BERT has no trainer task yet.
+// BERT on random token ids (one batch of mixed --lengths too, and bf16), and `train` says that BERT has
+// no trainer task yet.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -72,7 +73,9 @@ TEST(CliBert, ConvertLoadsBackToTorchsOutputs) {
   ASSERT_NE(m, nullptr);
   EXPECT_EQ(m->cfg().architecture, models::BertArchitecture::masked_lm);
   NoGradGuard ng;
-  EXPECT_TENSOR_NEAR(m->forward({ids, types, mask}).prediction_logits, ref.at("prediction_logits"), 1e-4, 0);
+  // The padded path: every position (the packed one leaves padded positions 0; tests/models/bert_test.cpp).
+  EXPECT_TENSOR_NEAR(m->forward({ids, types, mask}, {.pack_tokens = false}).prediction_logits,
+                     ref.at("prediction_logits"), 1e-4, 0);
 
   // bench on the converted checkpoint and on random weights.
   const test::CliRun b = test::run_attn(dir, {"bench", "--model", "bert-mini", "--weights", dir + "/b.safetensors",
@@ -95,6 +98,58 @@ TEST(CliBert, ConvertLoadsBackToTorchsOutputs) {
   nn::init::SkipRandomInit skip;
   EXPECT_DOUBLE_EQ(jb["gmacs_per_sequence"].get<double>(),
                    double(models::create_bert("bert-mini", base)->macs_per_sequence(16)) / 1e9);
+  std::filesystem::remove_all(dir);
+}
+
+// bench --lengths: one batch of those lengths (sequences/s, tokens/s of the valid tokens, the MACs at
+// each sequence's own length), packed or --padded; --dtype bf16 with a BERT; the errors.
+TEST(CliBert, BenchLengthsAndBf16) {
+  const std::string dir = test::fresh_tmp_dir("attn_cli_bert", "bench");
+  const json small = {{"num_hidden_layers", 1}};
+  const std::vector<std::string> common = {"--model", "bert-mini", "--model-config", small.dump(), "--iters", "2",
+                                           "--warmup", "0", "--gemm-seconds", "0", "--threads", "1", "--json"};
+  const auto bench = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"bench"};
+    args.insert(args.end(), common.begin(), common.end());
+    args.insert(args.end(), extra.begin(), extra.end());
+    return test::run_attn(dir, args);
+  };
+  int64_t macs = 0;
+  {
+    nn::init::SkipRandomInit skip;
+    auto m = models::create_bert("bert-mini", small);
+    for (int64_t n : {4, 16, 9}) macs += m->macs_per_sequence(n);
+  }
+  for (bool padded : {false, true}) {
+    SCOPED_TRACE(padded ? "padded" : "packed");
+    std::vector<std::string> extra = {"--lengths", "4,16,9"};
+    if (padded) extra.push_back("--padded");
+    const test::CliRun r = bench(extra);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const json j = json::parse(r.out);
+    EXPECT_EQ(j["batch"], 3);
+    EXPECT_EQ(j["seq_len"], 16);
+    EXPECT_EQ(j["tokens"], 29);
+    EXPECT_EQ(j["lengths"], json({4, 16, 9}));
+    EXPECT_EQ(j["packed_tokens"], !padded);
+    for (const char* k : {"median", "p90", "min", "max"}) EXPECT_GT(j["latency_ms"][k].get<double>(), 0) << k;
+    EXPECT_NEAR(j["tokens_per_s"].get<double>() / j["sequences_per_s"].get<double>(), 29.0 / 3.0, 1e-9);
+    EXPECT_NEAR(j["gmacs_per_sequence"].get<double>(), double(macs) / 3 / 1e9, 1e-15);
+  }
+  const test::CliRun b = bench({"--lengths", "3,5", "--seq-len", "8", "--dtype", "bf16"});
+  ASSERT_EQ(b.code, 0) << b.err;
+  const json jb = json::parse(b.out);
+  EXPECT_EQ(jb["dtype"], "bf16");
+  EXPECT_EQ(jb["seq_len"], 8);
+  const test::CliRun t = test::run_attn(dir, {"bench", "--model", "bert-mini", "--model-config", small.dump(), "--lengths",
+                                              "4,16", "--iters", "1", "--warmup", "0", "--gemm-seconds", "0"});
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("tokens/s (20 tokens, lengths 4,16, padded to 16, packed)"), std::string::npos) << t.out;
+  EXPECT_NE(bench({"--lengths", "4,x"}).err.find("expected --lengths as positive integers"), std::string::npos);
+  EXPECT_NE(bench({"--lengths", "4,9", "--seq-len", "8"}).err.find("--lengths up to 9 do not fit in --seq-len 8"),
+            std::string::npos);
+  EXPECT_NE(bench({"--lengths", "4,9", "--batch", "3"}).err.find("--batch 3 disagrees with the 2 --lengths"),
+            std::string::npos);
   std::filesystem::remove_all(dir);
 }
 

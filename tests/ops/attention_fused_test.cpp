@@ -2,7 +2,8 @@
 // forward and dq/dk/dv for Tq, Tk in {1, 7, 64, 197, 1023}, HS in {32, 64, 80} (and odd sizes),
 // bool and additive masks in broadcast shapes, causal in both alignments with Tq != Tk, dropout
 // dropping exactly the same elements, all-masked rows, strided inputs, large inputs,
-// bit-identical reruns, and the memory bound: no Tq × Tk buffer at T = 4096.
+// bit-identical reruns, and the memory bound: no Tq × Tk buffer at T = 4096. The variable-length
+// (packed sequences) entry point against the per-sequence packed call and the f64 naive path.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +13,7 @@
 #include "attn/core/memory.h"
 #include "attn/ops/attention.h"
 #include "attn/ops/indexing.h"
+#include "errors.h"
 #include "isa.h"
 #include "torch_ref.h"
 
@@ -332,4 +334,62 @@ TEST(AttentionFused, PackedEqualsUnpacked) {
   }
   Tensor bad = Tensor::zeros({2, 5, 30});
   EXPECT_THROW(scaled_dot_product_attention_packed(bad, 4), Error);   // 30 is not 3 x 4 x HS
+}
+
+// scaled_dot_product_attention_varlen: sequences of 1, 16, 0, 63, 130 and 64 tokens packed one after
+// another (the kernel's short path up to 64 tokens, its tiled path above, an empty sequence) give, row
+// by row, what scaled_dot_product_attention_packed gives on each sequence alone (bit for bit: the same
+// kernel on the same rows), and the f64 naive path's values (1e-5); causal too; the f64 entry point is
+// that naive path. Its errors: gradients, offsets, dropout.
+TEST(AttentionFused, VarlenEqualsEachSequenceAlone) {
+  test::IsaRestore restore;
+  const std::vector<int64_t> cu = {0, 1, 17, 17, 80, 210, 274};
+  const int64_t NH = 4, N = cu.back();
+  for (int64_t HS : {16, 24}) {
+    const int64_t C = NH * HS;
+    Generator g(77);
+    const Tensor x = randn({N, 3 * C}, g);
+    for (Isa isa : test::supported_isas()) {
+      set_isa(isa);
+      for (bool causal : {false, true}) {
+        SdpaOptions o;
+        o.causal = causal;
+        const Tensor y = scaled_dot_product_attention_varlen(x, cu, NH, o);
+        ASSERT_EQ(y.shape(), Shape({N, C}));
+        SdpaOptions naive = o;
+        naive.impl = SdpaImpl::naive;
+        const Tensor y64 = scaled_dot_product_attention_varlen(x.to(DType::f64), cu, NH, o);
+        for (size_t s = 0; s + 1 < cu.size(); ++s) {
+          if (cu[s + 1] == cu[s]) continue;
+          const std::string ctx = std::string(isa_name(isa)) + " HS " + std::to_string(HS) + " causal " +
+                                  std::to_string(causal) + " sequence " + std::to_string(s);
+          const Tensor xs = x.slice(0, cu[s], cu[s + 1]).unsqueeze(0);
+          const Tensor alone = scaled_dot_product_attention_packed(xs, NH, Tensor(), o).squeeze(0);
+          const Tensor ref = scaled_dot_product_attention_packed(xs.to(DType::f64), NH, Tensor(), naive).squeeze(0);
+          EXPECT_TENSOR_NEAR(y.slice(0, cu[s], cu[s + 1]), alone, 0, 0) << ctx;
+          EXPECT_TENSOR_NEAR(y.slice(0, cu[s], cu[s + 1]), ref, 1e-5, 1e-5) << ctx;
+          EXPECT_TENSOR_NEAR(y64.slice(0, cu[s], cu[s + 1]), ref, 0, 0) << ctx;
+        }
+      }
+    }
+  }
+  const Tensor x = Tensor::zeros({5, 24});
+  EXPECT_EQ(scaled_dot_product_attention_varlen(Tensor::zeros({0, 24}), {0}, 2).shape(), Shape({0, 8}));
+  EXPECT_EQ(test::error_of([&] { scaled_dot_product_attention_varlen(x, {0, 2, 4}, 2); }),
+            "scaled_dot_product_attention_varlen: expected cu_seqlens from 0 to the 5 rows of qkv, got 3 offsets "
+            "from 0 to 4");
+  EXPECT_EQ(test::error_of([&] { scaled_dot_product_attention_varlen(x, {0, 3, 2, 5}, 2); }),
+            "scaled_dot_product_attention_varlen: expected non-decreasing cu_seqlens, got 3 then 2 at offset 2");
+  EXPECT_NE(test::error_of([&] { scaled_dot_product_attention_varlen(x, {0, 5}, 5); }).find("not 3 x num_heads (5)"),
+            std::string::npos);
+  SdpaOptions drop;
+  drop.dropout_p = 0.1;
+  EXPECT_EQ(test::error_of([&] { scaled_dot_product_attention_varlen(x, {0, 5}, 2, drop); }),
+            "scaled_dot_product_attention_varlen: expected no dropout and no weights (an inference op), got "
+            "dropout_p 0.1");
+  const Tensor leaf = x.clone().requires_grad_();
+  EXPECT_NE(test::error_of([&] { scaled_dot_product_attention_varlen(leaf, {0, 5}, 2); }).find("has no backward"),
+            std::string::npos);
+  NoGradGuard ng;
+  EXPECT_EQ(scaled_dot_product_attention_varlen(leaf, {0, 5}, 2).shape(), Shape({5, 8}));
 }

@@ -21,6 +21,17 @@
 // attention output (transformers: uniform attention over the padding). The fused attention kernel
 // takes the padding as a (B, 1, 1, T) mask, never a (B, NH, T, T) one. Asking for the attention
 // weights takes the materialising attention path.
+// Packed inference: in eval mode without gradients (grad mode off, or no parameter requiring one), a
+// batch with padding runs on its valid tokens only: the embeddings, every Linear, GELU, LayerNorm and
+// residual on the (N, H) concatenation of the tokens whose attention_mask is nonzero (N = their
+// count), the attention per sample over its own tokens (scaled_dot_product_attention_varlen, no
+// mask), the outputs scattered back to (B, T, ...). A token keeps its position t (the mask may have
+// holes or pad on the left), so every output at a valid position equals the padded path's (up to the
+// GEMMs' rounding). At padded positions last_hidden_state, prediction_logits and the token
+// classifier's logits are 0 (transformers computes rows there from the padded queries; they mean
+// nothing); the pooler reads position 0, so a sample whose first token is padding pools a zero row.
+// Asking for attentions or hidden_states, or BertOutputOptions::pack_tokens = false, runs the padded
+// path (values at every position as transformers); so do training and batches without padding.
 // Heads (transformers' classes; "architecture" in the config):
 //   BertModel                       embeddings, encoder, pooler (the base model; names without "bert.")
 //   BertForPreTraining              bert + cls.predictions (MLM) + cls.seq_relationship (NSP, Linear(H, 2))
@@ -29,6 +40,9 @@
 //   BertForTokenClassification      bert without pooler + dropout + classifier on every token
 // MLM head: dense -> gelu -> LayerNorm -> decoder, whose weight IS embeddings.word_embeddings.weight
 // (tied: one parameter, listed once) plus its own bias "cls.predictions.bias".
+// bf16 inference (nn::convert_linear_weights_to_bf16, or load_pretrained with linear_dtype bf16): every
+// Linear weight becomes bf16, the decoder's a bf16 copy of the word embeddings (tying matters for
+// training, which bf16 weights rule out anyway); the embeddings stay f32 and untouched.
 // Names: [bert.]embeddings.{word_embeddings, position_embeddings, token_type_embeddings, LayerNorm},
 //   [bert.]encoder.layer.N.{attention.self.qkv, attention.output.dense, attention.output.LayerNorm,
 //   intermediate.dense, output.dense, output.LayerNorm}, [bert.]pooler.dense,
@@ -93,6 +107,14 @@ struct BertInputs {
 struct BertOutputOptions {
   bool attentions = false;      // every layer's attention weights (B, NH, T, T)
   bool hidden_states = false;   // the embeddings' output and every layer's, (B, T, H) each
+  bool pack_tokens = true;      // eval / no-grad batches with padding: run the valid tokens only (above)
+};
+
+// Where a packed forward's rows sit in the (B, T) batch (BertModel::forward with `packed`).
+struct BertPackedTokens {
+  Tensor hidden;                     // (N, H): last_hidden_state at the valid tokens; undefined: not packed
+  std::vector<int64_t> index;        // (N): b * T + t of each row, in order
+  std::vector<int64_t> cu_seqlens;   // (B + 1): sample b's rows are [cu_seqlens[b], cu_seqlens[b + 1])
 };
 
 // What a forward gives; the heads' fields stay undefined where the model has no such head.
@@ -132,6 +154,8 @@ struct BertEmbeddings : nn::Module {
   int64_t pad_token_id = 0;
   // ids, types (B, T) -> (B, T, H); types undefined: type 0.
   Tensor forward(const Tensor& ids, const Tensor& types) const;
+  // Packed tokens: ids, types, positions (N) -> (N, H); types undefined: type 0.
+  Tensor forward_packed(const Tensor& ids, const Tensor& types, const Tensor& positions) const;
   std::shared_ptr<nn::Embedding> word_embeddings, position_embeddings, token_type_embeddings;
   std::shared_ptr<nn::LayerNorm> LayerNorm;
   std::shared_ptr<nn::Dropout> dropout;
@@ -149,6 +173,8 @@ struct BertLayer : nn::Module {
   // x (B, T, H); pad u8 (B, 1, 1, T) nonzero = padding, or undefined -> (B, T, H); weights (B, NH, T, T)
   // when not null.
   Tensor forward(const Tensor& x, const Tensor& pad, Tensor* weights = nullptr) const;
+  // Inference on packed sequences: x (N, H), sample s being rows [cu_seqlens[s], cu_seqlens[s + 1]) -> (N, H).
+  Tensor forward_packed(const Tensor& x, const std::vector<int64_t>& cu_seqlens) const;
   std::shared_ptr<nn::Linear> qkv;                   // attention.self.qkv
   std::shared_ptr<BertDenseNorm> attention_output;   // attention.output
   std::shared_ptr<nn::Linear> intermediate;          // intermediate.dense
@@ -156,6 +182,8 @@ struct BertLayer : nn::Module {
   std::shared_ptr<nn::Dropout> dropout;              // hidden_dropout_prob (not a named module in transformers)
 
  private:
+  // The layer after the attention: ctx, x (..., H) -> (..., H).
+  Tensor feed_forward(const Tensor& ctx, const Tensor& x) const;
   int64_t heads_;
   double attn_drop_;
 };
@@ -165,6 +193,8 @@ class BertModel : public BertPreTrainedModel {
   // `name`: the registry name config() reports.
   BertModel(const BertConfig& c, std::string name = "bert", bool add_pooling_layer = true);
   BertOutput forward(const BertInputs& in, const BertOutputOptions& o = {}) override;
+  // The same; when the packed path ran, `packed` (not null) gets its rows (for heads that run on them).
+  BertOutput forward(const BertInputs& in, const BertOutputOptions& o, BertPackedTokens* packed);
   BertModel& bert() override { return *this; }
   bool has_pooler() const { return pooler_ != nullptr; }
   const BertEmbeddings& embeddings() const { return *embeddings_; }

@@ -62,6 +62,7 @@ struct PretrainedSource {
   io::CheckpointWeights weights = io::CheckpointWeights::model;
   // Any source.
   DType linear_dtype = DType::f32;                          // bf16: Linear weights converted as they stream in
+                                                            // (BERT: after an f32 load; see bert.h)
   data::PreprocessOverrides preprocess;                     // over the source's eval transform
   bool pack_linear_weights = true;                          // inference only from then on
   // false: any registry model may come back (Pretrained::module; `model` stays null unless it is an image

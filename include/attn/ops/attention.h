@@ -23,6 +23,7 @@
 // ((b*NH + h)*Tq + i)*Tk + j of (seed, g.reserve(B*NH*Tq*Tk)), so both paths drop the same ones.
 #pragma once
 #include <cmath>
+#include <vector>
 
 #include "attn/core/rng.h"
 #include "attn/core/tensor.h"
@@ -66,6 +67,20 @@ SdpaResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const 
 // adds three per-head gradients into a zeroed buffer and copies it back through the permute).
 // need_weights is not supported (use the unpacked call).
 Tensor scaled_dot_product_attention_packed(const Tensor& qkv, int64_t num_heads, const Tensor& mask = Tensor(),
+                                           const SdpaOptions& opts = {});
+
+// Variable-length self-attention on packed sequences, for inference (flash-attn's varlen layout):
+// qkv (N, 3 C) holds the tokens of S sequences one after another, sequence s being rows
+// [cu_seqlens[s], cu_seqlens[s + 1]) (cu_seqlens: S + 1 offsets from 0 to N, non-decreasing; empty
+// sequences allowed). Each sequence attends within itself only, with no mask and no padding. Returns
+// (N, C), the heads merged: row by row the values scaled_dot_product_attention_packed gives on each
+// sequence alone (1, T_s, 3 C). f32: one fused run over every (sequence, head, query block), sequences
+// of <= 64 tokens taking the kernel's short unmasked path; f64: the naive path per sequence.
+// Forward only: an error if qkv requires grad (with grad mode on); dropout_p must be 0, need_weights
+// false; scale and causal (top-left, per sequence) as in SdpaOptions.
+//
+//   Tensor y = attn::scaled_dot_product_attention_varlen(qkv, {0, 5, 12}, 4);   // two sequences, 5 and 7 tokens
+Tensor scaled_dot_product_attention_varlen(const Tensor& qkv, const std::vector<int64_t>& cu_seqlens, int64_t num_heads,
                                            const SdpaOptions& opts = {});
 
 }  // namespace attn

@@ -82,8 +82,8 @@ std::shared_ptr<ImageClassifier> load_model(const io::SafetensorsReader& file, c
 // loaded strictly, its class names from the config's id2label.
 Pretrained from_other_checkpoint(const io::SafetensorsReader& file, Pretrained p, const std::string& name,
                                  const PretrainedSource& s) {
-  ATTN_CHECK(s.linear_dtype == DType::f32, "load: checkpoint '", file.path(), "' holds ", name,
-             ", which loads with f32 weights only, not ", dtype_name(s.linear_dtype));
+  ATTN_CHECK(s.linear_dtype == DType::f32 || s.linear_dtype == DType::bf16, "load: expected the Linear weights' "
+             "dtype f32 or bf16, got ", dtype_name(s.linear_dtype));
   ATTN_CHECK(s.weights == io::CheckpointWeights::model || io::checkpoint_has_ema(file), "load: checkpoint '",
              file.path(), "' has no EMA weights");
   ConfigReader r(p.metadata, "checkpoint '" + file.path() + "'");
@@ -101,6 +101,8 @@ Pretrained from_other_checkpoint(const io::SafetensorsReader& file, Pretrained p
   const std::string why = p.module->shape_mismatch(shapes, /*strict=*/true, /*max_listed=*/5);
   if (!why.empty()) fail("load_checkpoint: '", file.path(), "' is for another model: ", why);
   p.module->load_state_dict(file, {.strict = true, .key = key});
+  // bf16 after the f32 load: tied weights (BERT's MLM decoder) load once, then each Linear gets its own.
+  if (s.linear_dtype == DType::bf16) nn::convert_linear_weights_to_bf16(*p.module);
   p.module->eval();
   p.model_name = name;
   p.source = r.has("source_format") ? r.get<std::string>("source_format") : "attn";
@@ -161,8 +163,8 @@ std::string config_beside(const std::string& weights) {
 Pretrained from_foreign_bert(const PretrainedSource& s) {
   ATTN_CHECK(s.format == "auto" || s.format == "hf", "load_pretrained: BERT weights are read in transformers' "
              "layout (format hf or auto), not '", s.format, "'");
-  ATTN_CHECK(s.linear_dtype == DType::f32, "load_pretrained: BERT loads with f32 weights only, not ",
-             dtype_name(s.linear_dtype));
+  ATTN_CHECK(s.linear_dtype == DType::f32 || s.linear_dtype == DType::bf16, "load_pretrained: expected the "
+             "Linear weights' dtype f32 or bf16, got ", dtype_name(s.linear_dtype));
   ATTN_CHECK(s.image_size == 0 && !s.pos_embed_antialias, "load_pretrained: image_size and pos_embed_antialias "
              "are for ViT weights, not BERT ('", s.model, "')");
   const io::SafetensorsReader f(s.path);
@@ -172,6 +174,9 @@ Pretrained from_foreign_bert(const PretrainedSource& s) {
   const std::string cfg_path = s.hf_config.empty() ? config_beside(s.path) : s.hf_config;
   if (!cfg_path.empty()) opt.hf_config = read_json_file(cfg_path);
   ForeignBert r = load_foreign_bert(f, opt);
+  // bf16 after the f32 load (the MLM decoder is the word embeddings while loading; it then gets its own
+  // bf16 copy, the embeddings staying f32).
+  if (s.linear_dtype == DType::bf16) nn::convert_linear_weights_to_bf16(*r.model);
   Pretrained p;
   p.module = r.model;
   p.model_name = s.model;
