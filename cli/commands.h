@@ -16,6 +16,8 @@ void add_convert(CLI::App& app);
 void add_translate(CLI::App& app);
 void add_align(CLI::App& app);
 void add_bench(CLI::App&);
+void add_fill_mask(CLI::App& app);
+void add_embed(CLI::App& app);
 
 
 // Applies --threads (0 = ATTN_NUM_THREADS or all cores).

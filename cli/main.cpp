@@ -6,6 +6,8 @@
 //   attn info mlp
 //   attn train --model transformer --data bible-en-es --out runs/tf
 //   attn translate runs/tf/checkpoint.safetensors "In the beginning" --beam 4
+//   attn fill-mask --weights bert-base-uncased/model.safetensors "The [MASK] of the world."
+//   attn embed bert.safetensors --pooling mean < sentences.txt
 #include <unistd.h>
 
 #include <cstdio>
@@ -39,6 +41,8 @@ int main(int argc, char** argv) {
   attn::cli::add_translate(app);
   attn::cli::add_align(app);
   attn::cli::add_bench(app);
+  attn::cli::add_fill_mask(app);
+  attn::cli::add_embed(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

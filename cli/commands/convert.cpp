@@ -3,16 +3,37 @@
 // Foreign ViT / DeiT weights (timm, Hugging Face or torchvision layout, e.g. written by
 // tools/pth_to_safetensors.py) or BERT weights (transformers' layout, with their config.json) -> an attn
 // checkpoint (weights + config) that `attn eval` and models::load_pretrained open. The position
-// embedding is resampled when the image size differs.
+// embedding is resampled when the image size differs. BERT: the vocab.txt and tokenizer_config.json
+// beside the input (a Hugging Face model directory's) are copied beside the output, where the text
+// commands (fill-mask, embed, explain --text) look for them; files already there are kept.
 #include <cstdio>
+#include <filesystem>
 
 #include "attn/attn.h"
 #include "attn/io/safetensors.h"
+#include "attn/models/bert.h"
 #include "attn/models/pretrained.h"
 #include "attn/train/checkpoint.h"
 #include "../commands.h"
 
 namespace attn::cli {
+
+namespace {
+
+// Copies the tokenizer files beside `in` to beside `out` (see the top).
+void copy_bert_tokenizer_files(const std::string& in, const std::string& out) {
+  namespace fs = std::filesystem;
+  for (const char* name : {"vocab.txt", "tokenizer_config.json"}) {
+    const fs::path from = fs::path(in).parent_path() / name, to = fs::path(out).parent_path() / name;
+    if (!fs::is_regular_file(from) || fs::exists(to)) continue;
+    std::error_code ec;
+    fs::copy_file(from, to, ec);
+    ATTN_CHECK(!ec, "convert: cannot copy ", from.string(), " to ", to.string(), ": ", ec.message());
+    std::printf("copied %s -> %s\n", from.string().c_str(), to.string().c_str());
+  }
+}
+
+}  // namespace
 
 void add_convert(CLI::App& app) {
   auto* c = app.add_subcommand("convert", "convert timm / Hugging Face / torchvision ViT weights or Hugging Face BERT weights to an attn checkpoint");
@@ -58,6 +79,7 @@ void add_convert(CLI::App& app) {
     std::printf("%s (%s layout, %zu tensors) -> %s: model %s, %lld parameters%s\n", o->in.c_str(), p.source.c_str(),
                 io::SafetensorsReader(o->in).entries().size(), o->out.c_str(), o->model.c_str(),
                 (long long)p.module->num_parameters(), p.pos_embed_resampled ? ", position embedding resampled" : "");
+    if (std::dynamic_pointer_cast<models::BertPreTrainedModel>(p.module)) copy_bert_tokenizer_files(o->in, o->out);
   });
 }
 

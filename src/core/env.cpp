@@ -42,6 +42,11 @@ constexpr Variable kVariables[] = {
      "The most bytes one compressed stream may inflate to: a gzip IDX file's data, a SWORD block. A file that "
      "claims more is refused before anything is inflated. Anything but a count > 0 is an error.",
      "attn::data::set_max_inflated_bytes(n) (attn/data/limits.h)", "the first gzip IDX file or SWORD module read"},
+    {"ATTN_BERT_VOCAB", "a path", "~/.cache/attn/bert-base-uncased/vocab.txt ($HOME's)",
+     "bert-base-uncased's vocab.txt (scripts/fetch_bert_vocab.sh writes it there): the vocabulary of uncased BERT "
+     "models when none is beside their weights; also where the tests look for it.",
+     "infer::BertSource::vocab (attn/infer/bert_pipeline.h); the CLI's --vocab",
+     "when a BERT text command (fill-mask, embed, explain --text) looks for its vocabulary"},
     {"OMP_WAIT_POLICY", "ACTIVE | PASSIVE", "PASSIVE in the attn CLI; libgomp's own elsewhere",
      "Read by libgomp when it loads. The CLI re-runs itself once with PASSIVE when it is unset (threads sleep "
      "at barriers: much faster on a loaded machine).",
@@ -112,6 +117,12 @@ std::optional<int64_t> max_image_pixels() { return parse_max_image_pixels(raw("A
 std::optional<int64_t> parse_max_inflated_bytes(const char* value) {
   return parse_limit("ATTN_MAX_INFLATED_BYTES", value);
 }
+std::string parse_bert_vocab(const char* value, const char* home) {
+  if (value && *value) return value;
+  return std::string(home ? home : "") + "/.cache/attn/bert-base-uncased/vocab.txt";
+}
+std::string bert_vocab_cache() { return parse_bert_vocab(raw("ATTN_BERT_VOCAB"), std::getenv("HOME")); }
+
 std::optional<int64_t> max_inflated_bytes() { return parse_max_inflated_bytes(raw("ATTN_MAX_INFLATED_BYTES")); }
 
 bool cli_reexec_for_wait_policy() { return !raw("OMP_WAIT_POLICY") && !raw("ATTN_NO_REEXEC"); }

@@ -1,5 +1,6 @@
 // nn::Module: registration, traversal, train/eval, state dicts and the parameter table.
 #include "attn/nn/module.h"
+#include "attn/nn/tied.h"
 
 #include <algorithm>
 #include <functional>
@@ -181,17 +182,37 @@ std::string Module::state_dict_mismatch(const io::TensorList& sd, bool strict, s
   return shape_mismatch(shapes, strict, max_listed);
 }
 
+std::vector<std::pair<std::string, std::string>> tied_names(const Module& m) {
+  const io::TensorList mine = m.state_dict();
+  std::vector<std::pair<std::string, std::string>> tied;
+  for (size_t i = 0; i < mine.size(); ++i) {
+    const Tensor& t = mine[i].second;
+    for (size_t j = 0; j < i && t.defined(); ++j) {
+      const Tensor& u = mine[j].second;
+      if (u.defined() && t.shares_storage(u) && t.offset() == u.offset() && t.shape() == u.shape() &&
+          t.strides() == u.strides()) {
+        tied.emplace_back(mine[i].first, mine[j].first);
+        break;
+      }
+    }
+  }
+  return tied;
+}
+
 std::string Module::shape_mismatch(const ShapeList& sd, bool strict, size_t max_listed) const {
   const io::TensorList mine = state_dict();
   std::map<std::string, const std::optional<Shape>*> given;
   for (const auto& [name, s] : sd) given.emplace(name, &s);
+  std::map<std::string, std::string> tied;   // a tied name -> its first name
+  for (auto& [name, first] : tied_names(*this)) tied.emplace(std::move(name), std::move(first));
   std::set<std::string> expected;
   std::vector<std::string> missing, unexpected, misshaped;
   for (const auto& [name, t] : mine) {
     expected.insert(name);
     auto it = given.find(name);
     if (it == given.end()) {
-      missing.push_back(name);
+      const auto tie = tied.find(name);
+      if (tie == tied.end() || !given.count(tie->second)) missing.push_back(name);
     } else if (!it->second->has_value() || **it->second != t.shape()) {
       misshaped.push_back(name + " (model " + shape_str(t.shape()) + ", state dict " +
                           (it->second->has_value() ? shape_str(**it->second) : "undefined") + ")");

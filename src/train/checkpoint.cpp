@@ -2,19 +2,42 @@
 #include "attn/train/checkpoint.h"
 
 #include <optional>
+#include <set>
 
 #include "attn/core/error.h"
 #include "attn/io/checkpoint.h"
 #include "attn/nn/module.h"
+#include "attn/nn/tied.h"
 #include "attn/optim/optimizer.h"
 
 namespace attn::train {
+
+namespace {
+
+// The state dict with each tied tensor once, under its first name (nn::tied_names).
+io::TensorList untied_state_dict(const nn::Module& m, nlohmann::json* tied) {
+  std::set<std::string> drop;
+  for (const auto& [name, first] : nn::tied_names(m)) {
+    drop.insert(name);
+    if (tied) (*tied)[name] = first;
+  }
+  io::TensorList sd;
+  for (auto& [name, t] : m.state_dict())
+    if (!drop.count(name)) sd.emplace_back(name, std::move(t));
+  return sd;
+}
+
+}  // namespace
 
 void save_checkpoint(const std::string& path, const nn::Module& module, const optim::Optimizer* optimizer,
                      const nlohmann::json& extra, const nn::Module* ema) {
   std::optional<io::OptimizerState> opt;
   if (optimizer) opt = io::OptimizerState{optimizer->name(), optimizer->state_dict()};
-  io::write_checkpoint(path, module.state_dict(), opt, extra, ema ? ema->state_dict() : io::TensorList{});
+  nlohmann::json tied = nlohmann::json::object();
+  io::TensorList model = untied_state_dict(module, &tied);
+  nlohmann::json meta = extra.is_null() ? nlohmann::json::object() : extra;
+  if (!tied.empty()) meta["tied"] = tied;
+  io::write_checkpoint(path, model, opt, meta, ema ? untied_state_dict(*ema, nullptr) : io::TensorList{});
 }
 
 nlohmann::json load_checkpoint(const std::string& path, nn::Module& module, optim::Optimizer* optimizer,

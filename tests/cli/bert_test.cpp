@@ -10,6 +10,7 @@
 
 #include "attn/attn.h"
 #include "attn/autograd/grad_mode.h"
+#include "attn/io/checkpoint.h"
 #include "attn/models/bert.h"
 #include "attn/models/pretrained.h"
 #include "attn/nn/init.h"
@@ -67,6 +68,13 @@ TEST(CliBert, ConvertLoadsBackToTorchsOutputs) {
       test::run_attn(dir, {"convert", dir + "/hf/model.safetensors", "--model", "bert-mini", "--out", dir + "/b.safetensors"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("model bert-mini"), std::string::npos) << r.out;
+  // The tied MLM decoder weight is stored once (the word embeddings), its tie recorded.
+  {
+    const io::SafetensorsReader file(dir + "/b.safetensors");
+    for (const auto& e : file.entries()) EXPECT_NE(e.name, "cls.predictions.decoder.weight");
+    EXPECT_EQ(io::read_checkpoint_metadata(dir + "/b.safetensors")["tied"],
+              json({{"cls.predictions.decoder.weight", "bert.embeddings.word_embeddings.weight"}}));
+  }
   models::PretrainedSource s = models::PretrainedSource::checkpoint(dir + "/b.safetensors");
   s.image_classifier_only = false;
   auto m = std::dynamic_pointer_cast<models::BertPreTrainedModel>(models::load_pretrained(s).module);

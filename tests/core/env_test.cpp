@@ -64,7 +64,7 @@ TEST(Env, TableIsCompleteAndDocumented) {
         << "no row for it in docs/environment.md";
   }
   for (const char* name : {"ATTN_NUM_THREADS", "ATTN_ISA", "ATTN_BLOCK_CACHE", "ATTN_BF16_GEMM", "ATTN_VIT_CHUNK",
-                           "ATTN_MAX_IMAGE_PIXELS", "ATTN_MAX_INFLATED_BYTES", "OMP_WAIT_POLICY", "ATTN_NO_REEXEC"})
+                           "ATTN_MAX_IMAGE_PIXELS", "ATTN_MAX_INFLATED_BYTES", "ATTN_BERT_VOCAB", "OMP_WAIT_POLICY", "ATTN_NO_REEXEC"})
     EXPECT_TRUE(names.count(name)) << name << " is read by attn but missing from the table";
 }
 
@@ -75,6 +75,9 @@ TEST(Env, UnknownNamesAreRefused) {
 }
 
 TEST(Env, ParsersFollowTheDocumentedRules) {
+  EXPECT_EQ(env::parse_bert_vocab("/data/vocab.txt", "/home/u"), "/data/vocab.txt");
+  EXPECT_EQ(env::parse_bert_vocab("", "/home/u"), "/home/u/.cache/attn/bert-base-uncased/vocab.txt");
+  EXPECT_EQ(env::parse_bert_vocab(nullptr, "/home/u"), "/home/u/.cache/attn/bert-base-uncased/vocab.txt");
   EXPECT_EQ(env::parse_num_threads(nullptr), std::nullopt);
   EXPECT_EQ(env::parse_num_threads("4"), 4);
   EXPECT_EQ(env::parse_num_threads("0"), std::nullopt);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "attn/attn.h"
+#include "attn/nn/tied.h"
 #include "attn/io/safetensors.h"
 #include "attn/nn/init.h"
 #include "attn/nn/linear.h"
@@ -221,6 +222,32 @@ TEST(Module, TiedWeightsListedOnce) {
   EXPECT_EQ(t.state_dict().size(), 3u);   // a.weight, a.bias, b.weight (as torch)
   Tensor x = Tensor::ones({1, 4});
   EXPECT_TENSOR_NEAR(t.b->forward(x), matmul(x, t.a->weight.t()), 0, 0);
+}
+
+TEST(Module, TiedNameMayBeLeftOutOfAStateDict) {
+  struct Tied : nn::Module {
+    std::shared_ptr<nn::Linear> a, b;
+    Tied() {
+      a = register_module("a", std::make_shared<nn::Linear>(4, 4));
+      b = register_module("b", std::make_shared<nn::Linear>(4, 4, false));
+      b->weight = a->weight;
+    }
+  };
+  Tied src, dst;
+  const std::vector<std::pair<std::string, std::string>> want = {{"b.weight", "a.weight"}};
+  EXPECT_EQ(nn::tied_names(src), want);
+  io::TensorList sd;
+  for (auto& [k, v] : src.state_dict())
+    if (k != "b.weight") sd.emplace_back(k, v);
+  EXPECT_EQ(dst.state_dict_mismatch(sd), "");
+  dst.load_state_dict(sd);
+  EXPECT_TENSOR_NEAR(dst.b->weight, src.a->weight, 0, 0);   // loaded through its first name
+  // Without the first name, the tied name alone does not make a whole state dict.
+  io::TensorList only_tied = {{"a.bias", src.a->bias}, {"b.weight", src.a->weight}};
+  EXPECT_NE(dst.state_dict_mismatch(only_tied).find("missing keys (1): a.weight"), std::string::npos);
+  // Equal values in separate tensors are not a tie.
+  nn::Linear l1(4, 4), l2(4, 4);
+  EXPECT_TRUE(nn::tied_names(l1).empty());
 }
 
 TEST(Module, ToConvertsFloatsKeepsTiesAndIntegerBuffers) {

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "attn/core/isa.h"
@@ -64,6 +65,11 @@ std::optional<int64_t> max_image_pixels();
 // (data::kDefaultMaxInflatedBytes). Anything else throws.
 std::optional<int64_t> parse_max_inflated_bytes(const char* value);
 std::optional<int64_t> max_inflated_bytes();
+// ATTN_BERT_VOCAB: bert-base-uncased's vocab.txt, the default vocabulary of uncased BERT models
+// (attn/infer/bert_pipeline.h); unset or empty: $HOME/.cache/attn/bert-base-uncased/vocab.txt, where
+// scripts/fetch_bert_vocab.sh writes it.
+std::string parse_bert_vocab(const char* value, const char* home);
+std::string bert_vocab_cache();
 // The attn CLI re-runs itself once with OMP_WAIT_POLICY=PASSIVE when neither OMP_WAIT_POLICY nor
 // ATTN_NO_REEXEC is set (cli/main.cpp; libgomp reads the policy before main).
 bool cli_reexec_for_wait_policy();

@@ -27,6 +27,9 @@ namespace attn::train {
 // extra: a JSON object; each key becomes a metadata entry (strings as they are, other values as
 // their JSON text). "config" and "train_state" default to {}; "format" and "optimizer" are reserved.
 // ema: when not null, a module of the same architecture whose weights are stored as the EMA's.
+// Tied tensors (nn::tied_names, attn/nn/tied.h: BERT's MLM decoder weight, which is its word embeddings) are
+// stored once, under their first name; the metadata "tied" records {"tied name": "first name"}, and
+// loading the first name loads both (nn::Module::load_state_dict).
 void save_checkpoint(const std::string& path, const nn::Module& module, const optim::Optimizer* optimizer,
                      const nlohmann::json& extra = nlohmann::json::object(), const nn::Module* ema = nullptr);
 

@@ -14,6 +14,13 @@ a wrong mapping shows).
   cls.predictions.decoder.weight, "decoder_bias": keep cls.predictions.decoder.bias, "position_ids":
   keep the embeddings.position_ids buffer, "bin": torch.save the state dict and convert it with
   tools/pth_to_safetensors.py (tied tensors become aliases), as pytorch_model.bin is converted}.
+- pipelines: what Hugging Face's pipelines and sentence-transformers compute from model's outputs
+  (tests/cli/bert_pipelines_test.cpp): builds and runs the model as `model` does (same args, extras
+  on), then for every position where input_ids == args["mask_id"] (row-major over (b, t)) the top
+  args["topk"] tokens of softmax(prediction_logits) ("fill.scores" (M, K) f32, "fill.ids" (M, K) i64,
+  as the fill-mask pipeline's torch.topk), and the sentence embeddings "pool.mean" (last_hidden_state
+  averaged over the tokens attention_mask keeps, sentence-transformers' mean pooling), "pool.cls"
+  (last_hidden_state[:, 0]) and "pool.pooler" (pooler_output, models with a pooler).
 - count: the parameter counts of args["config"]'s BertModel and BertForPreTraining built on the meta
   device (no memory), tied weights counted once as nn.Module.parameters() does.
 """
@@ -331,3 +338,20 @@ def count(inp, args):
     full = BertWithHeads(Cfg(cfg), "BertForPreTraining")
     n = [sum(p.numel() for p in base.parameters()), sum(p.numel() for p in full.parameters())]
     return {"counts": torch.tensor(n, dtype=torch.int64)}
+
+
+def pipelines(inp, args):
+    res = model(inp, dict(args, extras=True))
+    ids, mask = inp["input_ids"], inp["attention_mask"]
+    if "prediction_logits" in res:
+        at = (ids == args["mask_id"]).nonzero(as_tuple=True)
+        probs = res["prediction_logits"][at].softmax(dim=-1)
+        scores, top = probs.topk(args["topk"])
+        res["fill.scores"], res["fill.ids"] = scores, top
+    x = res["last_hidden_state"]
+    m = mask.unsqueeze(-1).expand(x.size()).float()
+    res["pool.mean"] = torch.sum(x * m, 1) / torch.clamp(m.sum(1), min=1e-9)
+    res["pool.cls"] = x[:, 0].contiguous()
+    if "pooler_output" in res:
+        res["pool.pooler"] = res["pooler_output"]
+    return res
