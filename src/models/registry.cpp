@@ -23,6 +23,7 @@ void ensure_builtin() {
   register_resnet_models();
   register_transformer_models();
   register_rnn_seq2seq_models();
+  register_swin_models();
 }
 
 std::string known_names(const std::string& task) {

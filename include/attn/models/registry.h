@@ -68,5 +68,6 @@ void register_vit_models();
 void register_resnet_models();
 void register_transformer_models();
 void register_rnn_seq2seq_models();
+void register_swin_models();
 
 }  // namespace attn::models
