@@ -2,7 +2,8 @@
 // drawn, the heads and the position-bias tables included) written by PyTorch in torchvision's layout
 // and loaded through load_pretrained; eval-mode logits, and the gradients of one train-mode
 // cross-entropy step (dropout and stochastic depth 0), each within 1e-4 * max(1, max |reference|).
-// Small custom configs (V1 and V2) on odd sizes per commit; swin_t at 224, 300 and 250 x 333 ("Slow").
+// Small custom configs (V1 and V2) on odd sizes per commit; swin_t at 224, 300 and 250 x 333 and
+// swin_v2_t at 256 ("Slow").
 // Parameter totals of the registry variants against torchvision's.
 #include <gtest/gtest.h>
 
@@ -162,6 +163,12 @@ TEST(Swin, SwinT300MatchesTorchvisionSlow) {
 
 TEST(Swin, SwinT250x333MatchesTorchvisionSlow) {
   check_parity("swin_t", {{"seed", 0}, {"model", "swin_t"}}, json::object(), 2, 250, 333, 3);
+}
+
+// V2: cosine attention with the clamped logit scale (one head above the clamp), the continuous
+// position bias MLP, post-norm residuals, PatchMergingV2.
+TEST(Swin, SwinV2T256MatchesTorchvisionSlow) {
+  check_parity("swin_v2_t", {{"seed", 0}, {"model", "swin_v2_t"}}, json::object(), 2, 256, 256, 4);
 }
 
 TEST(Swin, ImageBelowOnePatchIsAnError) {

@@ -5,6 +5,7 @@ position bias tables N(0, .5) so the bias matters; V2's logit_scale log 10 + N(0
 above the clamp at log 100).
 
 - weights: the model's state dict as safetensors bytes ("file"), written by tools/pth_to_safetensors.py.
+- predict_reference: images through torchvision's eval transform of the weights and the model.
 - parity: the same model (rebuilt from the seed) on images "x" with labels "y": eval-mode logits
   ("logits"), then one train-mode step (dropout and stochastic depth 0) of cross-entropy; attn's
   gradients come in as "g.<name>" and the comparison is done here so that the ~28M reference
@@ -93,3 +94,27 @@ def parity(inp, args):
             "gmax_abs_diff": torch.tensor(diff, dtype=torch.float64),
             "gmax_ref": torch.tensor(ref, dtype=torch.float64),
             "gmissing": torch.tensor([missing], dtype=torch.int64)}
+
+
+def predict_reference(inp, args):
+    """n seeded images (PNG / JPEG, as folder_eval's) through torchvision's own eval transform of the
+    model's weights (e.g. Swin_T_Weights.IMAGENET1K_V1.transforms(): resize 232 bicubic, crop 224) and the
+    seeded model of `args`: the images' bytes ("img_k", "jpeg" flags) and the logits (n, classes) f64."""
+    import io
+    import numpy as np
+    from PIL import Image
+    from folder_eval import _image
+    model = _build(args)
+    model.eval()
+    tf = getattr(torchvision.models, args["weights_enum"]).IMAGENET1K_V1.transforms()
+    rng = np.random.default_rng(args["seed"])
+    out, xs, exts = {}, [], []
+    for k in range(args["n"]):
+        data, ext = _image(rng, k)
+        out["img_%d" % k] = _bytes(data)
+        exts.append(1 if ext == "jpg" else 0)
+        xs.append(tf(Image.open(io.BytesIO(data)).convert("RGB")))
+    with torch.no_grad():
+        out["logits"] = model(torch.stack(xs)).double()
+    out["jpeg"] = torch.tensor(exts)
+    return out
