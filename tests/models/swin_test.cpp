@@ -49,37 +49,44 @@ struct ParityResult {
   std::string worst;
 };
 
-// The weights torch drew for `args`, written to a file and loaded as model `model` with `overrides`;
-// images (B, 3, H, W) and labels from `seed`.
-ParityResult check_parity(const std::string& model, const json& args, json overrides, int64_t B, int64_t H,
-                          int64_t W, uint64_t seed) {
-  const Tensor file = test::torch_ref("swin.weights", {}, args).at("file");
-  const std::string path = tmp_path(model + ".safetensors");
-  test::write_bytes(path, file.data<uint8_t>(), size_t(file.numel()));
+std::shared_ptr<models::ImageClassifier> load(const std::string& path, const std::string& model, json overrides,
+                                              bool pack) {
   models::PretrainedSource s = models::PretrainedSource::foreign(path, model);
   s.format = "torchvision";
   overrides["drop_path"] = 0.0;
   s.model_config = overrides;
-  s.pack_linear_weights = false;   // the training step below
+  s.pack_linear_weights = pack;
   models::Pretrained p = models::load_pretrained(s);
-  std::remove(path.c_str());
   EXPECT_EQ(p.source, "torchvision");
+  return p.model;
+}
 
+// The weights torch drew for `args`, written to a file and loaded as model `model` with `overrides`
+// (as load_pretrained gives it for inference, Linear weights packed, for the logits; unpacked for the
+// training step); images (B, 3, H, W) and labels from `seed`.
+ParityResult check_parity(const std::string& model, const json& args, const json& overrides, int64_t B, int64_t H,
+                          int64_t W, uint64_t seed) {
+  const Tensor file = test::torch_ref("swin.weights", {}, args).at("file");
+  const std::string path = tmp_path(model + ".safetensors");
+  test::write_bytes(path, file.data<uint8_t>(), size_t(file.numel()));
+  auto m = load(path, model, overrides, /*pack=*/true);
+  const int64_t classes = m->config()["num_classes"].get<int64_t>();
   manual_seed(seed);
   const Tensor x = Tensor::randn({B, 3, H, W});
   std::vector<int64_t> labels;
-  for (int64_t b = 0; b < B; ++b) labels.push_back((b * 7 + int64_t(seed)) % p.model->config()["num_classes"].get<int64_t>());
+  for (int64_t b = 0; b < B; ++b) labels.push_back((b * 7 + int64_t(seed)) % classes);
   const Tensor y = Tensor::from_vector(labels, {B});
   Tensor logits;
   {
     NoGradGuard ng;
-    p.model->eval();
-    logits = p.model->forward(x);
+    logits = m->forward(x);
   }
-  p.model->train();
-  cross_entropy(p.model->forward(x), y).backward();
+  m = load(path, model, overrides, /*pack=*/false);
+  std::remove(path.c_str());
+  m->train();
+  cross_entropy(m->forward(x), y).backward();
   test::Tensors in = {{"x", x}, {"y", y}};
-  const auto params = p.model->named_parameters();
+  const auto params = m->named_parameters();
   for (const auto& [name, t] : params) {
     EXPECT_TRUE(t.grad().defined()) << name;
     if (t.grad().defined()) in["g." + name] = t.grad();
@@ -177,6 +184,26 @@ TEST(Swin, ImageBelowOnePatchIsAnError) {
             "swin: expected images of at least one patch (2 x 2 pixels), got 1 x 16");
   EXPECT_EQ(test::error_of([&] { m->forward(Tensor::zeros({1, 1, 16, 16})); }),
             "swin: expected images (B, 3, H, W), got shape [1, 1, 16, 16]");
+}
+
+// Weights of another Swin, or a layout other than torchvision's: errors naming the file and the model.
+TEST(Swin, LoadErrorsNameTheModel) {
+  const Tensor file = test::torch_ref("swin.weights", {}, small_args(false)).at("file");
+  const std::string path = tmp_path("small.safetensors");
+  test::write_bytes(path, file.data<uint8_t>(), size_t(file.numel()));
+  json v2 = small_model(true);
+  const std::string e = test::error_of([&] { load(path, "swin", v2, true); });
+  EXPECT_TRUE(e.starts_with("foreign weights: the weights '" + path + "' (layout: torchvision) do not match model "
+                            "'swin' (Swin V2, embed_dim 16, depths [2,2], window 4, 10 classes): ")) << e;
+  EXPECT_NE(e.find("features.1.0.attn.logit_scale"), std::string::npos) << e;
+  models::PretrainedSource s = models::PretrainedSource::foreign(path, "swin");
+  s.format = "timm";
+  s.model_config = small_model(false);
+  EXPECT_EQ(test::error_of([&] { models::load_pretrained(s); }),
+            "foreign weights: Swin weights are read in torchvision's layout only, got layout timm");
+  s.format = "torchvision";
+  EXPECT_EQ(test::error_of([&] { models::load_pretrained(s); }), test::kNoError);
+  std::remove(path.c_str());
 }
 
 // torchvision's totals (computed by the golden script from torchvision.models) against

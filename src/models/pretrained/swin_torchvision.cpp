@@ -37,7 +37,8 @@ std::shared_ptr<SwinTransformer> load_foreign_swin(const io::SafetensorsReader& 
     if (other) why = m->shape_mismatch(shapes, true, 4);
     const SwinConfig& c = m->cfg();
     fail("foreign weights: the weights '", file.path(), "' (layout: torchvision) do not match model '", o.model,
-         "' (Swin V", c.version, ", embed_dim ", c.embed_dim, ", window ", c.window_size, ", ", c.num_classes,
+         "' (Swin V", c.version, ", embed_dim ", c.embed_dim, ", depths ", nlohmann::json(c.depths).dump(), ", window ",
+         c.window_size, ", ", c.num_classes,
          " classes)", other ? ", which looks like another architecture" : "", ": ", why);
   }
   m->load_state_dict(file, {.strict = true});
