@@ -118,3 +118,37 @@ def predict_reference(inp, args):
         out["logits"] = model(torch.stack(xs)).double()
     out["jpeg"] = torch.tensor(exts)
     return out
+
+
+def window_module(inp, args):
+    """torchvision's ShiftedWindowAttention (or V2) in f64 with seeded random parameters (the bias table
+    N(0, .5); V2: logit_scale with head 0 above the clamp) on x (B, H, W, C): its state dict ("s.<key>",
+    buffers included), y, and the gradients of sum(y * g) for x ("dx") and every parameter ("g.<name>")."""
+    torch.manual_seed(args["seed"])
+    w, s = args["window"], args["shift"]
+    cls = st.ShiftedWindowAttentionV2 if args["v2"] else st.ShiftedWindowAttention
+    m = cls(args["dim"], [w, w], [s, s], args["heads"]).double()
+    with torch.no_grad():
+        for n, p in m.named_parameters():
+            if n == "relative_position_bias_table":
+                p.normal_(0.0, 0.5)
+            elif n == "logit_scale":
+                p.copy_(math.log(10.0) + 0.3 * torch.randn_like(p))
+                p[0] = math.log(100.0) + 0.5
+            elif p.dim() == 1:
+                p.normal_(0.0, 0.1)
+            else:
+                p.normal_(0.0, 0.2)
+    x = inp["x"].double().requires_grad_(True)
+    y = m(x)
+    (y * inp["g"].double()).sum().backward()
+    out = {"y": y.detach(), "dx": x.grad}
+    for k, v in m.state_dict().items():
+        out["s." + k] = v
+    for n, p in m.named_parameters():
+        out["g." + n] = p.grad
+    return out
+
+
+def roll(inp, args):
+    return {"out": torch.roll(inp["x"], shifts=tuple(args["shifts"]), dims=(1, 2))}
