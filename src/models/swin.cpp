@@ -55,7 +55,7 @@ void swin_init_linears(nn::Module& m) {
     }
 }
 
-void check_config(const SwinConfig& c) {
+void check_swin_config(const SwinConfig& c) {
   ATTN_CHECK(c.version == 1 || c.version == 2, "swin: expected version 1 or 2, got ", c.version);
   ATTN_CHECK(!c.depths.empty() && c.depths.size() == c.heads.size(), "swin: expected as many head counts as ",
              "stage depths (at least one stage), got ", c.depths.size(), " depths and ", c.heads.size(), " heads");
@@ -129,7 +129,7 @@ Tensor PatchMerging::forward(const Tensor& x) const {
 // ---- model ----
 
 SwinTransformer::SwinTransformer(const SwinConfig& c, std::string name) : cfg_(c), model_name_(std::move(name)) {
-  check_config(c);
+  check_swin_config(c);
   const bool v2 = c.version == 2;
   auto features = register_module("features", std::make_shared<nn::ModuleList<nn::Module>>());
   auto embed = std::make_shared<nn::Sequential>();

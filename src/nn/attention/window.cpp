@@ -1,8 +1,10 @@
 // Shifted-window attention (Swin V1 / V2, torchvision's semantics); see attn/nn/attention/window.h.
 #include "attn/nn/attention/window.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "attn/autograd/grad_mode.h"
@@ -125,7 +127,7 @@ Tensor window_attention(const Tensor& windows, const Linear& qkv, const Linear& 
 
 namespace {
 
-const ShiftedWindowAttentionOptions& checked(const ShiftedWindowAttentionOptions& o) {
+const ShiftedWindowAttentionOptions& checked_window_options(const ShiftedWindowAttentionOptions& o) {
   ATTN_CHECK(o.dim > 0 && o.num_heads > 0 && o.dim % o.num_heads == 0, "ShiftedWindowAttention: expected dim (",
              o.dim, ") a positive multiple of num_heads (", o.num_heads, ")");
   ATTN_CHECK(o.window_h > 0 && o.window_w > 0 && o.shift_h >= 0 && o.shift_w >= 0 && o.shift_h < o.window_h &&
@@ -136,7 +138,7 @@ const ShiftedWindowAttentionOptions& checked(const ShiftedWindowAttentionOptions
 }
 
 // torchvision's relative_coords_table: (1, 2wh-1, 2ww-1, 2), log-spaced.
-Tensor coords_table(int64_t wh, int64_t ww) {
+Tensor swin_coords_table(int64_t wh, int64_t ww) {
   Tensor t = Tensor::empty({1, 2 * wh - 1, 2 * ww - 1, 2});
   float* p = t.data<float>();
   auto f = [](int64_t d, int64_t w) {
@@ -157,7 +159,7 @@ Tensor coords_table(int64_t wh, int64_t ww) {
 }  // namespace
 
 ShiftedWindowAttention::ShiftedWindowAttention(const ShiftedWindowAttentionOptions& o, Generator& g)
-    : opt_(checked(o)) {
+    : opt_(checked_window_options(o)) {
   qkv = register_module("qkv", std::make_shared<Linear>(o.dim, 3 * o.dim, o.qkv_bias, g));
   proj = register_module("proj", std::make_shared<Linear>(o.dim, o.dim, o.proj_bias, g));
   const int64_t wh = o.window_h, ww = o.window_w;
@@ -165,7 +167,7 @@ ShiftedWindowAttention::ShiftedWindowAttention(const ShiftedWindowAttentionOptio
     table_ = &register_parameter("relative_position_bias_table", Tensor::zeros({(2 * wh - 1) * (2 * ww - 1), o.num_heads}));
     init::trunc_normal_(*table_, g, 0.0, 0.02);
   } else {
-    coords_table_ = &register_buffer("relative_coords_table", coords_table(wh, ww));
+    coords_table_ = &register_buffer("relative_coords_table", swin_coords_table(wh, ww));
   }
   index_ = &register_buffer("relative_position_index", swin_relative_position_index(wh, ww).view({wh * ww * wh * ww}));
   if (o.v2) {
