@@ -79,13 +79,23 @@ Preprocess preset_for(const std::string& model, WeightSource source, int64_t ima
   switch (source) {
     case WeightSource::torchvision: {
       // torchvision.models.vision_transformer: ImageClassification(crop_size=224[, resize_size=...]).
-      int64_t resize224 = 256;
+      int64_t resize224 = 256, native = 224;
       if (model == "vit_large_patch16_224") resize224 = 242;     // ViT_L_16_Weights.IMAGENET1K_V1
       if (model == "vit_huge_patch14_224") {                     // ViT_H_14_Weights.IMAGENET1K_SWAG_LINEAR_V1
         resize224 = 224;
         p.interpolation = Resample::bicubic;
       }
-      p.resize_size = s * resize224 / 224;
+      // torchvision.models.swin_transformer: Swin_*_Weights.IMAGENET1K_V1, bicubic.
+      const std::vector<std::pair<std::string, int64_t>> swin = {
+          {"swin_t", 232}, {"swin_s", 246}, {"swin_b", 238}, {"swin_v2_t", 260}, {"swin_v2_s", 260},
+          {"swin_v2_b", 272}};
+      for (const auto& [name, resize] : swin)
+        if (model == name) {
+          resize224 = resize;   // at the weights' own crop
+          native = name.starts_with("swin_v2") ? 256 : 224;
+          p.interpolation = Resample::bicubic;
+        }
+      p.resize_size = s * resize224 / native;
       break;
     }
     case WeightSource::timm:

@@ -24,6 +24,7 @@ void ensure_builtin() {
   register_transformer_models();
   register_rnn_seq2seq_models();
   register_bert_models();
+  register_swin_models();
 }
 
 std::string known_names(const std::string& task) {

@@ -39,6 +39,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn/io/safetensors.h"
+#include "attn/models/swin.h"
 #include "attn/models/vit.h"
 
 namespace attn::models {
@@ -111,5 +112,19 @@ ForeignVit load_foreign_vit(const io::TensorList& sd, const ForeignVitOptions& o
 // messages are those of the io::TensorList version (the strict report comes once every group is read; the
 // model is then discarded).
 ForeignVit load_foreign_vit(const io::SafetensorsReader& file, const ForeignVitOptions& o);
+
+// Swin Transformer weights in torchvision's layout, which is attn's own (src/models/pretrained/
+// swin_torchvision.cpp): the registry model `model` (defaults + overrides, image_size when > 0) built,
+// its Linear weights in linear_dtype, and the file streamed in strictly, one tensor at a time. An
+// attn::Error names the model and every missing, unexpected and mis-shaped key (the first few of each
+// when most keys are off), or a layout other than torchvision's.
+struct ForeignSwinOptions {
+  std::string model = "swin_t";
+  nlohmann::json overrides = nlohmann::json::object();
+  WeightFormat format = WeightFormat::torchvision;
+  int64_t image_size = 0;
+  DType linear_dtype = DType::f32;
+};
+std::shared_ptr<SwinTransformer> load_foreign_swin(const io::SafetensorsReader& file, const ForeignSwinOptions& o);
 
 }  // namespace attn::models

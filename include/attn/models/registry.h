@@ -80,5 +80,6 @@ void register_resnet_models();
 void register_transformer_models();
 void register_rnn_seq2seq_models();
 void register_bert_models();
+void register_swin_models();
 
 }  // namespace attn::models

@@ -186,6 +186,31 @@ Pretrained from_foreign_bert(const PretrainedSource& s) {
   return p;
 }
 
+// Swin weights (torchvision's layout only; see load_foreign_swin).
+Pretrained from_foreign_swin(const PretrainedSource& s) {
+  ATTN_CHECK(s.hf_config.empty() && !s.pos_embed_antialias, "load_pretrained: model '", s.model,
+             "' is a Swin Transformer (torchvision weights): hf_config and pos_embed_antialias do not apply");
+  const io::SafetensorsReader f(s.path);
+  ForeignSwinOptions opt;
+  opt.model = s.model;
+  opt.overrides = s.model_config.is_null() ? nlohmann::json::object() : s.model_config;
+  opt.image_size = s.image_size;
+  opt.linear_dtype = s.linear_dtype;
+  opt.format = s.format == "auto" ? WeightFormat::torchvision : parse_weight_format(s.format);
+  Pretrained p;
+  auto m = load_foreign_swin(f, opt);
+  p.model = m;
+  p.module = m;
+  p.model->eval();
+  p.model_name = s.model;
+  p.source = weight_format_name(opt.format);
+  p.preprocess = data::preset_for(s.model, data::parse_weight_source(p.source), m->cfg().image_size);
+  p.preprocess.channels = m->cfg().in_channels;
+  p.metadata = {{"source_format", p.source}, {"source", s.path}};
+  if (m->cfg().num_classes == 1000) p.labels = data::imagenet_class_names();
+  return p;
+}
+
 Pretrained from_foreign(const PretrainedSource& s) {
   ATTN_CHECK(!s.model.empty(), "load_pretrained: the foreign weights '", s.path,
              "' need the registry name of their model (e.g. vit_base_patch16_224)");
@@ -194,6 +219,7 @@ Pretrained from_foreign(const PretrainedSource& s) {
                " model (BERT), not an image classifier");
     return from_foreign_bert(s);
   }
+  if (s.model.starts_with("swin")) return from_foreign_swin(s);
   // The header only: the tensors are streamed into the model one layer at a time (load_foreign_vit).
   const io::SafetensorsReader f(s.path);
   ForeignVitOptions opt;

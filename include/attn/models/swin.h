@@ -1,0 +1,97 @@
+// Swin Transformer V1 (Liu et al. 2021) and V2 (Liu et al. 2022) as torchvision 0.14's
+// SwinTransformer, with its parameter names, so torchvision's swin_t / swin_s / swin_b /
+// swin_v2_t / swin_v2_s / swin_v2_b state dicts load 1:1.
+//
+//   auto m = models::create_model("swin_t");          // 28,288,354 parameters, any H, W >= 4
+//   Tensor logits = m->forward(images);                // (B, 3, H, W) -> (B, 1000)
+//
+// Forward: patch embedding (features.0: conv P x P stride P -> (B, H/P, W/P, C) -> LayerNorm) ->
+// stages features.1, .3, .5, .7 of SwinTransformerBlocks (shift 0 on even blocks, window / 2 on odd
+// ones), with PatchMerging (features.2, .4, .6) between them -> norm -> mean over H, W -> head.
+//   V1 block: x = x + drop_path(attn(norm1(x)));  x = x + drop_path(mlp(norm2(x)))
+//   V2 block: x = x + drop_path(norm1(attn(x)));  x = x + drop_path(norm2(mlp(x)))
+//   PatchMerging: pad H, W to even, concat [x(0::2, 0::2), x(1::2, 0::2), x(0::2, 1::2), x(1::2, 1::2)]
+//   (4C) -> V1: LayerNorm(4C) -> reduction Linear(4C, 2C, no bias);  V2: reduction -> LayerNorm(2C).
+// MLP: mlp.0 Linear(C, 4C), GELU (erf), mlp.3 Linear(4C, C). Stochastic depth grows linearly from 0 at
+// the first block to drop_path at the last. Attention: nn::ShiftedWindowAttention.
+// Init as torchvision: Linear weights trunc_normal .02, biases zero; LayerNorm 1 / 0; conv PyTorch's.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attn/models/registry.h"
+#include "attn/nn/attention/window.h"
+#include "attn/nn/conv.h"
+#include "attn/nn/drop_path.h"
+#include "attn/nn/layer_norm.h"
+#include "attn/nn/linear.h"
+#include "attn/nn/sequential.h"
+
+namespace attn::models {
+
+struct SwinConfig {
+  int64_t image_size = 224, patch_size = 4, in_channels = 3, num_classes = 1000;
+  int64_t embed_dim = 96;
+  std::vector<int64_t> depths = {2, 2, 6, 2};
+  std::vector<int64_t> heads = {3, 6, 12, 24};
+  int64_t window_size = 7;
+  double mlp_ratio = 4.0;
+  double drop = 0.0, attn_drop = 0.0, drop_path = 0.2;   // drop_path: the last block's rate
+  int64_t version = 1;                                   // 1 | 2
+};
+
+// Every key required, each checked (attn/core/json_config.h); "model" is allowed.
+SwinConfig swin_config_from_json(const nlohmann::json& j);
+nlohmann::json swin_config_to_json(const SwinConfig& c);
+
+class SwinBlock : public nn::Module {
+ public:
+  SwinBlock(const SwinConfig& c, int64_t dim, int64_t heads, int64_t shift, double drop_path);
+  Tensor forward(const Tensor& x) const;   // (B, H, W, C) -> (B, H, W, C)
+  int64_t macs(int64_t h, int64_t w) const;
+
+  std::shared_ptr<nn::LayerNorm> norm1, norm2;
+  std::shared_ptr<nn::ShiftedWindowAttention> attn;
+  std::shared_ptr<nn::DropPath> drop_path;
+  std::shared_ptr<nn::Sequential> mlp;
+
+ private:
+  bool v2_;
+};
+
+class PatchMerging : public nn::Module {
+ public:
+  PatchMerging(int64_t dim, bool v2);
+  Tensor forward(const Tensor& x) const;   // (B, H, W, C) -> (B, ceil(H/2), ceil(W/2), 2C)
+
+  std::shared_ptr<nn::Linear> reduction;
+  std::shared_ptr<nn::LayerNorm> norm;
+
+ private:
+  bool v2_;
+};
+
+class SwinTransformer : public ImageClassifier {
+ public:
+  explicit SwinTransformer(const SwinConfig& c, std::string name = "swin");
+  Tensor forward(const Tensor& images) override;   // (B, C, H, W), H, W >= patch -> (B, classes)
+  // After the final norm: (B, H', W', C_last).
+  Tensor forward_features(const Tensor& images) const;
+  nlohmann::json config() const override;
+  // At image_size x image_size.
+  int64_t macs_per_image() const override;
+  const SwinConfig& cfg() const { return cfg_; }
+
+ private:
+  SwinConfig cfg_;
+  std::string model_name_;
+  std::shared_ptr<nn::Conv2d> patch_conv_;
+  std::shared_ptr<nn::LayerNorm> patch_norm_;
+  std::vector<std::shared_ptr<nn::ModuleList<SwinBlock>>> stages_;
+  std::vector<std::shared_ptr<PatchMerging>> merges_;
+  std::shared_ptr<nn::LayerNorm> norm_;
+  std::shared_ptr<nn::Linear> head_;
+};
+
+}  // namespace attn::models

@@ -1,0 +1,233 @@
+// Swin Transformer V1 / V2 (torchvision's layout); see include/attn/models/swin.h.
+#include "attn/models/swin.h"
+
+#include <cmath>
+
+#include "attn/autograd/grad_mode.h"
+#include "attn/core/json_config.h"
+#include "attn/nn/dropout.h"
+#include "attn/nn/init.h"
+#include "attn/ops/combine.h"
+#include "attn/ops/elementwise.h"
+#include "attn/ops/reduce.h"
+
+namespace attn::models {
+
+// ---- config ----
+
+SwinConfig swin_config_from_json(const nlohmann::json& j) {
+  ConfigReader r(j, "swin config");
+  SwinConfig c;
+  c.image_size = r.get<int64_t>("image_size", Range::positive);
+  c.patch_size = r.get<int64_t>("patch_size", Range::positive);
+  c.in_channels = r.get<int64_t>("in_channels", Range::positive);
+  c.num_classes = r.get<int64_t>("num_classes", Range::positive);
+  c.embed_dim = r.get<int64_t>("embed_dim", Range::positive);
+  c.depths = r.get<std::vector<int64_t>>("depths", Range::positive);
+  c.heads = r.get<std::vector<int64_t>>("heads", Range::positive);
+  c.window_size = r.get<int64_t>("window_size", Range::positive);
+  c.mlp_ratio = r.get<double>("mlp_ratio", Range::positive);
+  c.drop = r.get<double>("drop", Range::probability);
+  c.attn_drop = r.get<double>("attn_drop", Range::probability);
+  c.drop_path = r.get<double>("drop_path", Range::probability);
+  c.version = r.get<int64_t>("version", Range::positive);
+  r.ignore("model");
+  r.finish();
+  return c;
+}
+
+nlohmann::json swin_config_to_json(const SwinConfig& c) {
+  return {{"image_size", c.image_size}, {"patch_size", c.patch_size}, {"in_channels", c.in_channels},
+          {"num_classes", c.num_classes}, {"embed_dim", c.embed_dim}, {"depths", c.depths}, {"heads", c.heads},
+          {"window_size", c.window_size}, {"mlp_ratio", c.mlp_ratio}, {"drop", c.drop}, {"attn_drop", c.attn_drop},
+          {"drop_path", c.drop_path}, {"version", c.version}};
+}
+
+namespace {
+
+// torchvision's SwinTransformer init, applied to every Linear last: trunc_normal .02, zero bias.
+void swin_init_linears(nn::Module& m) {
+  NoGradGuard ng;
+  for (auto& [name, child] : m.named_modules())
+    if (auto* l = dynamic_cast<nn::Linear*>(child.get())) {
+      nn::init::trunc_normal_(l->weight, default_generator(), 0.0, 0.02);
+      if (l->bias.defined()) nn::init::zeros_(l->bias);
+    }
+}
+
+void check_swin_config(const SwinConfig& c) {
+  ATTN_CHECK(c.version == 1 || c.version == 2, "swin: expected version 1 or 2, got ", c.version);
+  ATTN_CHECK(!c.depths.empty() && c.depths.size() == c.heads.size(), "swin: expected as many head counts as ",
+             "stage depths (at least one stage), got ", c.depths.size(), " depths and ", c.heads.size(), " heads");
+  for (size_t i = 0; i < c.depths.size(); ++i) {
+    const int64_t dim = c.embed_dim << i;
+    ATTN_CHECK(c.depths[i] > 0 && c.heads[i] > 0 && dim % c.heads[i] == 0, "swin: stage ", i + 1,
+               " needs a positive depth and a head count dividing its width ", dim, ", got depth ", c.depths[i],
+               " and ", c.heads[i], " heads");
+  }
+  ATTN_CHECK(c.window_size > 1 || c.version == 1, "swin: V2's position bias needs a window of at least 2, got ",
+             c.window_size);
+}
+
+}  // namespace
+
+// ---- block ----
+
+SwinBlock::SwinBlock(const SwinConfig& c, int64_t dim, int64_t heads, int64_t shift, double dp)
+    : v2_(c.version == 2) {
+  norm1 = register_module("norm1", std::make_shared<nn::LayerNorm>(dim, 1e-5));
+  attn = register_module("attn", std::make_shared<nn::ShiftedWindowAttention>(nn::ShiftedWindowAttentionOptions{
+                                     .dim = dim, .num_heads = heads, .window_h = c.window_size,
+                                     .window_w = c.window_size, .shift_h = shift, .shift_w = shift,
+                                     .attn_drop = c.attn_drop, .proj_drop = c.drop, .v2 = v2_}));
+  drop_path = register_module("stochastic_depth", std::make_shared<nn::DropPath>(dp));
+  norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(dim, 1e-5));
+  const auto hidden = int64_t(double(dim) * c.mlp_ratio);
+  mlp = register_module("mlp", std::make_shared<nn::Sequential>());
+  mlp->push_back(std::make_shared<nn::Linear>(dim, hidden));
+  mlp->push_back(std::make_shared<nn::Lambda>([](const Tensor& x) { return gelu(x); }));
+  mlp->push_back(std::make_shared<nn::Dropout>(c.drop));
+  mlp->push_back(std::make_shared<nn::Linear>(hidden, dim));
+  mlp->push_back(std::make_shared<nn::Dropout>(c.drop));
+}
+
+Tensor SwinBlock::forward(const Tensor& x) const {
+  if (v2_) {
+    Tensor h = x + drop_path->forward(norm1->forward(attn->forward(x)));
+    return h + drop_path->forward(norm2->forward(mlp->forward(h)));
+  }
+  Tensor h = x + drop_path->forward(attn->forward(norm1->forward(x)));
+  return h + drop_path->forward(mlp->forward(norm2->forward(h)));
+}
+
+int64_t SwinBlock::macs(int64_t h, int64_t w) const {
+  const int64_t ws = attn->options().window_h, dim = attn->options().dim;
+  const int64_t hp = (h + ws - 1) / ws * ws, wp = (w + ws - 1) / ws * ws;
+  const int64_t hidden = std::dynamic_pointer_cast<nn::Linear>(mlp->operator[](0))->options().out_features;
+  return attn->macs(hp, wp) + 2 * h * w * dim * hidden;
+}
+
+// ---- patch merging ----
+
+PatchMerging::PatchMerging(int64_t dim, bool v2) : v2_(v2) {
+  reduction = register_module("reduction", std::make_shared<nn::Linear>(4 * dim, 2 * dim, false));
+  norm = register_module("norm", std::make_shared<nn::LayerNorm>(v2 ? 2 * dim : 4 * dim, 1e-5));
+}
+
+Tensor PatchMerging::forward(const Tensor& x) const {
+  ATTN_CHECK(x.dim() == 4, "PatchMerging: expected (B, H, W, C), got shape ", x.shape());
+  const int64_t B = x.size(0), H = x.size(1), W = x.size(2), C = x.size(3);
+  Tensor h = x;
+  if (H % 2) h = concat({h, Tensor::zeros({B, 1, W, C}, x.dtype())}, 1);
+  if (W % 2) h = concat({h, Tensor::zeros({B, h.size(1), 1, C}, x.dtype())}, 2);
+  const int64_t Hp = h.size(1), Wp = h.size(2);
+  auto part = [&](int64_t i, int64_t j) { return h.slice(1, i, Hp, 2).slice(2, j, Wp, 2); };
+  h = concat({part(0, 0), part(1, 0), part(0, 1), part(1, 1)}, -1);
+  return v2_ ? norm->forward(reduction->forward(h)) : reduction->forward(norm->forward(h));
+}
+
+// ---- model ----
+
+SwinTransformer::SwinTransformer(const SwinConfig& c, std::string name) : cfg_(c), model_name_(std::move(name)) {
+  check_swin_config(c);
+  const bool v2 = c.version == 2;
+  auto features = register_module("features", std::make_shared<nn::ModuleList<nn::Module>>());
+  auto embed = std::make_shared<nn::Sequential>();
+  patch_conv_ = embed->push_back(std::make_shared<nn::Conv2d>(nn::Conv2dOptions{
+      .in_channels = c.in_channels, .out_channels = c.embed_dim, .kernel = c.patch_size, .stride = c.patch_size}));
+  embed->push_back(std::make_shared<nn::Lambda>([](const Tensor& x) { return x.permute({0, 2, 3, 1}); }));
+  patch_norm_ = embed->push_back(std::make_shared<nn::LayerNorm>(c.embed_dim, 1e-5));
+  features->push_back(embed);
+  int64_t total = 0, id = 0;
+  for (int64_t d : c.depths) total += d;
+  for (size_t i = 0; i < c.depths.size(); ++i) {
+    const int64_t dim = c.embed_dim << i;
+    auto stage = std::make_shared<nn::ModuleList<SwinBlock>>();
+    for (int64_t b = 0; b < c.depths[i]; ++b, ++id) {
+      const double dp = total > 1 ? c.drop_path * double(id) / double(total - 1) : 0.0;
+      stage->push_back(std::make_shared<SwinBlock>(c, dim, c.heads[i], b % 2 ? c.window_size / 2 : 0, dp));
+    }
+    features->push_back(stage);
+    stages_.push_back(stage);
+    if (i + 1 < c.depths.size()) merges_.push_back(std::static_pointer_cast<PatchMerging>(
+                                     features->push_back(std::make_shared<PatchMerging>(dim, v2))));
+  }
+  const int64_t last = c.embed_dim << (c.depths.size() - 1);
+  norm_ = register_module("norm", std::make_shared<nn::LayerNorm>(last, 1e-5));
+  head_ = register_module("head", std::make_shared<nn::Linear>(last, c.num_classes));
+  swin_init_linears(*this);
+}
+
+Tensor SwinTransformer::forward_features(const Tensor& images) const {
+  const int64_t P = cfg_.patch_size;
+  ATTN_CHECK(images.dim() == 4 && images.size(1) == cfg_.in_channels, "swin: expected images (B, ",
+             cfg_.in_channels, ", H, W), got shape ", images.shape());
+  ATTN_CHECK(images.size(2) >= P && images.size(3) >= P, "swin: expected images of at least one patch (", P, " x ",
+             P, " pixels), got ", images.size(2), " x ", images.size(3));
+  Tensor x = patch_norm_->forward(patch_conv_->forward(images).permute({0, 2, 3, 1}));
+  for (size_t i = 0; i < stages_.size(); ++i) {
+    for (const auto& b : *stages_[i]) x = b->forward(x);
+    if (i < merges_.size()) x = merges_[i]->forward(x);
+  }
+  return norm_->forward(x);
+}
+
+Tensor SwinTransformer::forward(const Tensor& images) {
+  return head_->forward(mean(forward_features(images), {1, 2}));
+}
+
+nlohmann::json SwinTransformer::config() const {
+  nlohmann::json j = swin_config_to_json(cfg_);
+  j["model"] = model_name_;
+  return j;
+}
+
+int64_t SwinTransformer::macs_per_image() const {
+  const int64_t P = cfg_.patch_size;
+  int64_t h = cfg_.image_size / P, w = h, C = cfg_.embed_dim;
+  int64_t macs = h * w * C * cfg_.in_channels * P * P;
+  for (size_t i = 0; i < stages_.size(); ++i) {
+    for (const auto& b : *stages_[i]) macs += b->macs(h, w);
+    if (i < merges_.size()) {
+      h = (h + 1) / 2, w = (w + 1) / 2;
+      macs += h * w * 4 * C * 2 * C;
+      C *= 2;
+    }
+  }
+  return macs + C * cfg_.num_classes;
+}
+
+// ---- variants ----
+
+void register_swin_models() {
+  struct Variant {
+    const char* name;
+    const char* description;
+    SwinConfig cfg;
+  };
+  auto v = [](int64_t embed, std::vector<int64_t> depths, std::vector<int64_t> heads, double dp, int64_t version) {
+    SwinConfig c;
+    c.embed_dim = embed; c.depths = std::move(depths); c.heads = std::move(heads); c.drop_path = dp;
+    c.version = version;
+    if (version == 2) c.image_size = 256, c.window_size = 8;
+    return c;
+  };
+  const std::vector<Variant> variants = {
+      {"swin_t", "Swin-T (torchvision swin_t), 28.3M params", v(96, {2, 2, 6, 2}, {3, 6, 12, 24}, 0.2, 1)},
+      {"swin_s", "Swin-S (torchvision swin_s), 49.6M params", v(96, {2, 2, 18, 2}, {3, 6, 12, 24}, 0.3, 1)},
+      {"swin_b", "Swin-B (torchvision swin_b), 87.8M params", v(128, {2, 2, 18, 2}, {4, 8, 16, 32}, 0.5, 1)},
+      {"swin_v2_t", "Swin-V2-T (torchvision swin_v2_t), 28.4M params", v(96, {2, 2, 6, 2}, {3, 6, 12, 24}, 0.2, 2)},
+      {"swin_v2_s", "Swin-V2-S (torchvision swin_v2_s), 49.7M params", v(96, {2, 2, 18, 2}, {3, 6, 12, 24}, 0.3, 2)},
+      {"swin_v2_b", "Swin-V2-B (torchvision swin_v2_b), 87.9M params", v(128, {2, 2, 18, 2}, {4, 8, 16, 32}, 0.5, 2)},
+      {"swin", "a custom Swin Transformer: every config key can be set (defaults: swin_t)",
+       v(96, {2, 2, 6, 2}, {3, 6, 12, 24}, 0.2, 1)},
+  };
+  for (const Variant& var : variants) {
+    const std::string name = var.name;
+    register_model({name, var.description, swin_config_to_json(var.cfg), [name](const nlohmann::json& j) {
+                      return std::make_shared<SwinTransformer>(swin_config_from_json(j), name);
+                    }});
+  }
+}
+
+}  // namespace attn::models

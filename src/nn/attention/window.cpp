@@ -1,0 +1,220 @@
+// Shifted-window attention (Swin V1 / V2, torchvision's semantics); see attn/nn/attention/window.h.
+#include "attn/nn/attention/window.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "attn/autograd/grad_mode.h"
+#include "attn/nn/attention/relative_bias.h"
+#include "attn/nn/init.h"
+#include "attn/ops/attention.h"
+#include "attn/ops/combine.h"
+#include "attn/ops/dropout.h"
+#include "attn/ops/elementwise.h"
+#include "attn/ops/indexing.h"
+#include "attn/ops/matmul.h"
+#include "attn/ops/reduce.h"
+
+namespace attn::nn {
+
+Tensor window_partition(const Tensor& x, int64_t wh, int64_t ww) {
+  ATTN_CHECK(x.dim() == 4 && wh > 0 && ww > 0 && x.size(1) % wh == 0 && x.size(2) % ww == 0,
+             "window_partition: expected (B, H, W, C) with H, W multiples of the window (", wh, ", ", ww,
+             "), got shape ", x.shape());
+  const int64_t B = x.size(0), H = x.size(1), W = x.size(2), C = x.size(3);
+  return x.view({B, H / wh, wh, W / ww, ww, C}).permute({0, 1, 3, 2, 4, 5}).reshape({-1, wh * ww, C});
+}
+
+Tensor window_reverse(const Tensor& windows, int64_t batch, int64_t h, int64_t w, int64_t wh, int64_t ww) {
+  ATTN_CHECK(windows.dim() == 3 && h % wh == 0 && w % ww == 0 && windows.size(1) == wh * ww &&
+                 windows.size(0) == batch * (h / wh) * (w / ww),
+             "window_reverse: expected (", batch * (h / wh) * (w / ww), ", ", wh * ww, ", C) windows of a (", h,
+             ", ", w, ") map, got shape ", windows.shape());
+  const int64_t C = windows.size(2);
+  return windows.view({batch, h / wh, w / ww, wh, ww, C}).permute({0, 1, 3, 2, 4, 5}).reshape({batch, h, w, C});
+}
+
+namespace {
+
+Tensor roll_dim(const Tensor& x, int64_t shift, int64_t dim) {
+  const int64_t n = x.size(dim);
+  const int64_t s = ((shift % n) + n) % n;
+  if (s == 0) return x;
+  return concat({x.slice(dim, n - s, n), x.slice(dim, 0, n - s)}, dim);
+}
+
+// Python's x[a:b] bounds on a dim of size n (b absent: to the end).
+std::pair<int64_t, int64_t> py_range(int64_t a, std::optional<int64_t> b, int64_t n) {
+  auto norm = [n](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + n : i, 0, n); };
+  return {norm(a), b ? norm(*b) : n};
+}
+
+}  // namespace
+
+Tensor roll_hw(const Tensor& x, int64_t sh, int64_t sw) {
+  ATTN_CHECK(x.dim() == 4, "roll_hw: expected (B, H, W, C), got shape ", x.shape());
+  return roll_dim(roll_dim(x, sh, 1), sw, 2);
+}
+
+Tensor swin_shift_mask(int64_t h, int64_t w, int64_t wh, int64_t ww, int64_t sh, int64_t sw) {
+  ATTN_CHECK(h % wh == 0 && w % ww == 0, "swin_shift_mask: expected a map (", h, ", ", w,
+             ") of whole windows (", wh, ", ", ww, ")");
+  // Region ids exactly as torchvision assigns them (later slices overwrite earlier ones).
+  std::vector<int64_t> id(size_t(h * w), 0);
+  const std::vector<std::pair<int64_t, std::optional<int64_t>>> hs = {{0, -wh}, {-wh, -sh}, {-sh, std::nullopt}},
+                                                                     ws = {{0, -ww}, {-ww, -sw}, {-sw, std::nullopt}};
+  int64_t count = 0;
+  for (const auto& [ha, hb] : hs)
+    for (const auto& [wa, wb] : ws) {
+      const auto [h0, h1] = py_range(ha, hb, h);
+      const auto [w0, w1] = py_range(wa, wb, w);
+      for (int64_t i = h0; i < h1; ++i)
+        for (int64_t j = w0; j < w1; ++j) id[size_t(i * w + j)] = count;
+      ++count;
+    }
+  const int64_t nwh = h / wh, nww = w / ww, N = wh * ww;
+  Tensor m = Tensor::empty({nwh * nww, N, N});
+  float* p = m.data<float>();
+  std::vector<int64_t> win(static_cast<size_t>(N));
+  for (int64_t a = 0; a < nwh; ++a)
+    for (int64_t b = 0; b < nww; ++b) {
+      for (int64_t t = 0; t < N; ++t) win[size_t(t)] = id[size_t((a * wh + t / ww) * w + b * ww + t % ww)];
+      float* q = p + (a * nww + b) * N * N;
+      for (int64_t i = 0; i < N; ++i)
+        for (int64_t j = 0; j < N; ++j) q[i * N + j] = win[size_t(i)] == win[size_t(j)] ? 0.0f : -100.0f;
+    }
+  return m;
+}
+
+Tensor window_attention(const Tensor& windows, const Linear& qkv, const Linear& proj, const Tensor& bias,
+                        int64_t num_heads, const Tensor& logit_scale, double attn_drop, bool training,
+                        Generator* g) {
+  ATTN_CHECK(windows.dim() == 3 && num_heads > 0 && windows.size(2) % num_heads == 0,
+             "window_attention: expected windows (B', N, C) with C a multiple of ", num_heads,
+             " heads, got shape ", windows.shape());
+  const int64_t Bw = windows.size(0), N = windows.size(1), C = windows.size(2), HS = C / num_heads;
+  SdpaOptions o;
+  o.dropout_p = training ? attn_drop : 0.0;
+  o.generator = g;
+  Tensor out;
+  if (!logit_scale.defined()) {
+    o.scale = 1.0 / std::sqrt(double(HS));
+    out = scaled_dot_product_attention_packed(qkv.forward(windows), num_heads, bias, o);
+  } else {
+    // V2: the key's bias is held at zero (its gradient is zero), cosine similarity times a per-head scale.
+    Tensor b = qkv.bias;
+    if (b.defined()) {
+      Tensor keep = Tensor::ones({3, C}, b.dtype());
+      keep.select(0, 1).zero_();
+      b = b * keep.view({3 * C});
+    }
+    Tensor h = linear(windows, qkv.weight, b).view({Bw, N, 3, num_heads, HS}).permute({2, 0, 3, 1, 4});
+    // F.normalize: x / max(|x|, 1e-12), clamped before the root so that an all-zero row (a padded
+    // token's key) has a zero gradient, as torch's norm gives it, not 0 * inf.
+    auto normalize = [](const Tensor& x) { return x / sqrt(clamp(sum(x * x, {-1}, true), 1e-24, INFINITY)); };
+    const Tensor scale = exp(clamp(logit_scale, -INFINITY, std::log(100.0)));   // (NH, 1, 1)
+    const Tensor q = normalize(h.select(0, 0)) * scale, k = normalize(h.select(0, 1));
+    o.scale = 1.0;
+    out = scaled_dot_product_attention(q, k, h.select(0, 2), bias, o).out.transpose(1, 2).reshape({Bw, N, C});
+  }
+  return proj.forward(out);
+}
+
+// ---- module ----
+
+namespace {
+
+const ShiftedWindowAttentionOptions& checked_window_options(const ShiftedWindowAttentionOptions& o) {
+  ATTN_CHECK(o.dim > 0 && o.num_heads > 0 && o.dim % o.num_heads == 0, "ShiftedWindowAttention: expected dim (",
+             o.dim, ") a positive multiple of num_heads (", o.num_heads, ")");
+  ATTN_CHECK(o.window_h > 0 && o.window_w > 0 && o.shift_h >= 0 && o.shift_w >= 0 && o.shift_h < o.window_h &&
+                 o.shift_w < o.window_w,
+             "ShiftedWindowAttention: expected a positive window and shifts in [0, window), got window (",
+             o.window_h, ", ", o.window_w, ") and shift (", o.shift_h, ", ", o.shift_w, ")");
+  return o;
+}
+
+// torchvision's relative_coords_table: (1, 2wh-1, 2ww-1, 2), log-spaced.
+Tensor swin_coords_table(int64_t wh, int64_t ww) {
+  Tensor t = Tensor::empty({1, 2 * wh - 1, 2 * ww - 1, 2});
+  float* p = t.data<float>();
+  auto f = [](int64_t d, int64_t w) {
+    float v = float(d);
+    v /= float(w - 1);   // as torch: f32 division, then * 8, then the log
+    v *= 8.0f;
+    const float s = v > 0 ? 1.0f : (v < 0 ? -1.0f : 0.0f);
+    return s * std::log2(std::abs(v) + 1.0f) / 3.0f;
+  };
+  for (int64_t i = 0; i < 2 * wh - 1; ++i)
+    for (int64_t j = 0; j < 2 * ww - 1; ++j) {
+      p[(i * (2 * ww - 1) + j) * 2] = f(i - (wh - 1), wh);
+      p[(i * (2 * ww - 1) + j) * 2 + 1] = f(j - (ww - 1), ww);
+    }
+  return t;
+}
+
+}  // namespace
+
+ShiftedWindowAttention::ShiftedWindowAttention(const ShiftedWindowAttentionOptions& o, Generator& g)
+    : opt_(checked_window_options(o)) {
+  qkv = register_module("qkv", std::make_shared<Linear>(o.dim, 3 * o.dim, o.qkv_bias, g));
+  proj = register_module("proj", std::make_shared<Linear>(o.dim, o.dim, o.proj_bias, g));
+  const int64_t wh = o.window_h, ww = o.window_w;
+  if (!o.v2) {
+    table_ = &register_parameter("relative_position_bias_table", Tensor::zeros({(2 * wh - 1) * (2 * ww - 1), o.num_heads}));
+    init::trunc_normal_(*table_, g, 0.0, 0.02);
+  } else {
+    coords_table_ = &register_buffer("relative_coords_table", swin_coords_table(wh, ww));
+  }
+  index_ = &register_buffer("relative_position_index", swin_relative_position_index(wh, ww).view({wh * ww * wh * ww}));
+  if (o.v2) {
+    logit_scale_ = &register_parameter("logit_scale", Tensor::full({o.num_heads, 1, 1}, std::log(10.0)));
+    cpb_mlp = register_module("cpb_mlp", std::make_shared<Sequential>());
+    cpb_mlp->push_back(std::make_shared<Linear>(2, 512, true, g));
+    cpb_mlp->push_back(std::make_shared<Lambda>([](const Tensor& x) { return relu(x); }));
+    cpb_mlp->push_back(std::make_shared<Linear>(512, o.num_heads, false, g));
+  }
+}
+
+Tensor ShiftedWindowAttention::relative_position_bias() const {
+  const int64_t N = opt_.window_h * opt_.window_w;
+  const Tensor table = opt_.v2 ? cpb_mlp->forward(*coords_table_).view({-1, opt_.num_heads}) : *table_;
+  Tensor b = embedding(table, *index_).view({N, N, opt_.num_heads}).permute({2, 0, 1}).contiguous();
+  return opt_.v2 ? sigmoid(b) * 16.0 : b;
+}
+
+Tensor ShiftedWindowAttention::forward(const Tensor& x) const {
+  ATTN_CHECK(x.dim() == 4 && x.size(3) == opt_.dim, "ShiftedWindowAttention: expected (B, H, W, ", opt_.dim,
+             "), got shape ", x.shape());
+  const int64_t B = x.size(0), H = x.size(1), W = x.size(2), wh = opt_.window_h, ww = opt_.window_w;
+  const int64_t ph = (wh - H % wh) % wh, pw = (ww - W % ww) % ww, Hp = H + ph, Wp = W + pw;
+  Tensor h = x;
+  if (ph > 0) h = concat({h, Tensor::zeros({B, ph, W, opt_.dim}, x.dtype())}, 1);
+  if (pw > 0) h = concat({h, Tensor::zeros({B, Hp, pw, opt_.dim}, x.dtype())}, 2);
+  const int64_t sh = wh >= Hp ? 0 : opt_.shift_h, sw = ww >= Wp ? 0 : opt_.shift_w;
+  const bool shifted = sh + sw > 0;
+  if (shifted) h = roll_hw(h, -sh, -sw);
+  const int64_t NH = opt_.num_heads, N = wh * ww, nW = (Hp / wh) * (Wp / ww);
+  Tensor bias = relative_position_bias().unsqueeze(0);   // (1, NH, N, N)
+  if (shifted) {
+    const Tensor mask = swin_shift_mask(Hp, Wp, wh, ww, sh, sw).to(x.dtype()).unsqueeze(1);   // (nW, 1, N, N)
+    bias = (bias + mask).expand({B, nW, NH, N, N}).reshape({B * nW, NH, N, N});
+  }
+  Tensor o = window_attention(window_partition(h, wh, ww), *qkv, *proj, bias, NH,
+                              logit_scale_ ? *logit_scale_ : Tensor(), opt_.attn_drop, is_training());
+  if (is_training() && opt_.proj_drop > 0) o = dropout(o, opt_.proj_drop, true);
+  h = window_reverse(o, B, Hp, Wp, wh, ww);
+  if (shifted) h = roll_hw(h, sh, sw);
+  if (ph > 0 || pw > 0) h = h.slice(1, 0, H).slice(2, 0, W).contiguous();
+  return h;
+}
+
+int64_t ShiftedWindowAttention::macs(int64_t hp, int64_t wp) const {
+  const int64_t C = opt_.dim, N = opt_.window_h * opt_.window_w;
+  return hp * wp * (3 * C * C + 2 * N * C + C * C);   // qkv, q kᵀ and P v, proj
+}
+
+}  // namespace attn::nn

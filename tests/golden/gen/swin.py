@@ -1,0 +1,154 @@
+"""PyTorch references for the Swin Transformer (tests/models/swin_test.cpp): torchvision 0.14's
+SwinTransformer (V1 and V2) with SEEDED RANDOM weights, every parameter drawn (Linear / conv weights
+trunc_normal .02, heads included; biases and LayerNorm affine perturbed by N(0, .05); the relative
+position bias tables N(0, .5) so the bias matters; V2's logit_scale log 10 + N(0, .3) with head 0
+above the clamp at log 100).
+
+- weights: the model's state dict as safetensors bytes ("file"), written by tools/pth_to_safetensors.py.
+- predict_reference: images through torchvision's eval transform of the weights and the model.
+- parity: the same model (rebuilt from the seed) on images "x" with labels "y": eval-mode logits
+  ("logits"), then one train-mode step (dropout and stochastic depth 0) of cross-entropy; attn's
+  gradients come in as "g.<name>" and the comparison is done here so that the ~28M reference
+  gradients need not be cached: per parameter (in named_parameters order, "names" joined by newlines)
+  "gmax_abs_diff" = max |attn - torch| and "gmax_ref" = max |torch|, and "gmissing" = the count of
+  parameters whose attn gradient was not sent.
+
+args: seed; model ("swin_t", ..., or "custom" with patch, embed, depths, heads, window, num_classes,
+v2).
+"""
+import math
+import os
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torchvision
+from torchvision.models import swin_transformer as st
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tools"))
+import pth_to_safetensors  # noqa: E402
+
+
+def _bytes(data):
+    return torch.frombuffer(bytearray(data), dtype=torch.uint8).clone()
+
+
+def _build(args):
+    torch.manual_seed(args["seed"])
+    name = args["model"]
+    if name != "custom":
+        model = getattr(torchvision.models, name)()
+    else:
+        v2 = args.get("v2", False)
+        model = st.SwinTransformer(
+            patch_size=[args["patch"], args["patch"]], embed_dim=args["embed"], depths=args["depths"],
+            num_heads=args["heads"], window_size=[args["window"], args["window"]], stochastic_depth_prob=0.0,
+            num_classes=args["num_classes"],
+            block=st.SwinTransformerBlockV2 if v2 else None,
+            downsample_layer=st.PatchMergingV2 if v2 else st.PatchMerging)
+    for m in model.modules():   # deterministic training step
+        if isinstance(m, torchvision.ops.StochasticDepth):
+            m.p = 0.0
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if n.endswith("relative_position_bias_table"):
+                p.normal_(0.0, 0.5)
+            elif n.endswith("logit_scale"):
+                p.copy_(math.log(10.0) + 0.3 * torch.randn_like(p))
+                p[0] = math.log(100.0) + 0.5   # clamped: no gradient
+            elif p.dim() == 1:
+                p.add_(torch.randn_like(p) * 0.05)
+            else:
+                nn.init.trunc_normal_(p, std=0.02)
+    return model
+
+
+def weights(inp, args):
+    model = _build(args)
+    return {"file": _bytes(pth_to_safetensors.serialize(model.state_dict()))}
+
+
+def parity(inp, args):
+    model = _build(args)
+    model.eval()
+    with torch.no_grad():
+        logits = model(inp["x"])
+    model.train()
+    loss = F.cross_entropy(model(inp["x"]), inp["y"])
+    loss.backward()
+    names, diff, ref = [], [], []
+    missing = 0
+    for n, p in model.named_parameters():
+        names.append(n)
+        g = p.grad if p.grad is not None else torch.zeros_like(p)
+        ref.append(g.abs().max().item())
+        mine = inp.get("g." + n)
+        if mine is None:
+            missing += 1
+            diff.append(float("inf"))
+        else:
+            diff.append((mine.to(torch.float64) - g.to(torch.float64)).abs().max().item())
+    return {"logits": logits, "train_logits_loss": loss.detach().reshape(1),
+            "names": _bytes("\n".join(names).encode()),
+            "gmax_abs_diff": torch.tensor(diff, dtype=torch.float64),
+            "gmax_ref": torch.tensor(ref, dtype=torch.float64),
+            "gmissing": torch.tensor([missing], dtype=torch.int64)}
+
+
+def predict_reference(inp, args):
+    """n seeded images (PNG / JPEG, as folder_eval's) through torchvision's own eval transform of the
+    model's weights (e.g. Swin_T_Weights.IMAGENET1K_V1.transforms(): resize 232 bicubic, crop 224) and the
+    seeded model of `args`: the images' bytes ("img_k", "jpeg" flags) and the logits (n, classes) f64."""
+    import io
+    import numpy as np
+    from PIL import Image
+    from folder_eval import _image
+    model = _build(args)
+    model.eval()
+    tf = getattr(torchvision.models, args["weights_enum"]).IMAGENET1K_V1.transforms()
+    rng = np.random.default_rng(args["seed"])
+    out, xs, exts = {}, [], []
+    for k in range(args["n"]):
+        data, ext = _image(rng, k)
+        out["img_%d" % k] = _bytes(data)
+        exts.append(1 if ext == "jpg" else 0)
+        xs.append(tf(Image.open(io.BytesIO(data)).convert("RGB")))
+    with torch.no_grad():
+        out["logits"] = model(torch.stack(xs)).double()
+    out["jpeg"] = torch.tensor(exts)
+    return out
+
+
+def window_module(inp, args):
+    """torchvision's ShiftedWindowAttention (or V2) in f64 with seeded random parameters (the bias table
+    N(0, .5); V2: logit_scale with head 0 above the clamp) on x (B, H, W, C): its state dict ("s.<key>",
+    buffers included), y, and the gradients of sum(y * g) for x ("dx") and every parameter ("g.<name>")."""
+    torch.manual_seed(args["seed"])
+    w, s = args["window"], args["shift"]
+    cls = st.ShiftedWindowAttentionV2 if args["v2"] else st.ShiftedWindowAttention
+    m = cls(args["dim"], [w, w], [s, s], args["heads"]).double()
+    with torch.no_grad():
+        for n, p in m.named_parameters():
+            if n == "relative_position_bias_table":
+                p.normal_(0.0, 0.5)
+            elif n == "logit_scale":
+                p.copy_(math.log(10.0) + 0.3 * torch.randn_like(p))
+                p[0] = math.log(100.0) + 0.5
+            elif p.dim() == 1:
+                p.normal_(0.0, 0.1)
+            else:
+                p.normal_(0.0, 0.2)
+    x = inp["x"].double().requires_grad_(True)
+    y = m(x)
+    (y * inp["g"].double()).sum().backward()
+    out = {"y": y.detach(), "dx": x.grad}
+    for k, v in m.state_dict().items():
+        out["s." + k] = v
+    for n, p in m.named_parameters():
+        out["g." + n] = p.grad
+    return out
+
+
+def roll(inp, args):
+    return {"out": torch.roll(inp["x"], shifts=tuple(args["shifts"]), dims=(1, 2))}

@@ -1,0 +1,223 @@
+// Swin Transformer against torchvision 0.14's SwinTransformer: seeded random weights (every tensor
+// drawn, the heads and the position-bias tables included) written by PyTorch in torchvision's layout
+// and loaded through load_pretrained; eval-mode logits, and the gradients of one train-mode
+// cross-entropy step (dropout and stochastic depth 0), each within 1e-4 * max(1, max |reference|).
+// Small custom configs (V1 and V2) on odd sizes per commit; swin_t at 224, 300 and 250 x 333 and
+// swin_v2_t at 256 ("Slow").
+// Parameter totals of the registry variants against torchvision's.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "attn/attn.h"
+#include "attn/autograd/grad_mode.h"
+#include "attn/models/pretrained.h"
+#include "attn/models/swin.h"
+#include "attn/ops/loss.h"
+#include "errors.h"
+#include "files.h"
+#include "torch_ref.h"
+
+using namespace attn;
+using nlohmann::json;
+
+namespace {
+
+std::string tmp_path(const std::string& name) {
+  return "/tmp/attn_swin_test_" + std::to_string(::getpid()) + "_" + name;
+}
+
+std::vector<std::string> lines(const Tensor& bytes) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (int64_t i = 0; i < bytes.numel(); ++i) {
+    const char c = char(bytes.data<uint8_t>()[i]);
+    if (c == '\n') out.push_back(cur), cur.clear();
+    else cur += c;
+  }
+  out.push_back(cur);
+  return out;
+}
+
+struct ParityResult {
+  double logit_diff = 0, logit_max = 0, worst_ratio = 0, worst_diff = 0, worst_max = 0;
+  std::string worst;
+};
+
+std::shared_ptr<models::ImageClassifier> load(const std::string& path, const std::string& model, json overrides,
+                                              bool pack) {
+  models::PretrainedSource s = models::PretrainedSource::foreign(path, model);
+  s.format = "torchvision";
+  overrides["drop_path"] = 0.0;
+  s.model_config = overrides;
+  s.pack_linear_weights = pack;
+  models::Pretrained p = models::load_pretrained(s);
+  EXPECT_EQ(p.source, "torchvision");
+  return p.model;
+}
+
+// The weights torch drew for `args`, written to a file and loaded as model `model` with `overrides`
+// (as load_pretrained gives it for inference, Linear weights packed, for the logits; unpacked for the
+// training step); images (B, 3, H, W) and labels from `seed`.
+ParityResult check_parity(const std::string& model, const json& args, const json& overrides, int64_t B, int64_t H,
+                          int64_t W, uint64_t seed) {
+  const Tensor file = test::torch_ref("swin.weights", {}, args).at("file");
+  const std::string path = tmp_path(model + ".safetensors");
+  test::write_bytes(path, file.data<uint8_t>(), size_t(file.numel()));
+  auto m = load(path, model, overrides, /*pack=*/true);
+  const int64_t classes = m->config()["num_classes"].get<int64_t>();
+  manual_seed(seed);
+  const Tensor x = Tensor::randn({B, 3, H, W});
+  std::vector<int64_t> labels;
+  for (int64_t b = 0; b < B; ++b) labels.push_back((b * 7 + int64_t(seed)) % classes);
+  const Tensor y = Tensor::from_vector(labels, {B});
+  Tensor logits;
+  {
+    NoGradGuard ng;
+    logits = m->forward(x);
+  }
+  m = load(path, model, overrides, /*pack=*/false);
+  std::remove(path.c_str());
+  m->train();
+  cross_entropy(m->forward(x), y).backward();
+  test::Tensors in = {{"x", x}, {"y", y}};
+  const auto params = m->named_parameters();
+  for (const auto& [name, t] : params) {
+    EXPECT_TRUE(t.grad().defined()) << name;
+    if (t.grad().defined()) in["g." + name] = t.grad();
+  }
+  auto ref = test::torch_ref("swin.parity", in, args);
+
+  ParityResult r;
+  const auto a = logits.to_vector<double>(), e = ref.at("logits").to_vector<double>();
+  EXPECT_EQ(a.size(), e.size());
+  for (size_t i = 0; i < a.size() && i < e.size(); ++i)
+    r.logit_diff = std::max(r.logit_diff, std::abs(a[i] - e[i])), r.logit_max = std::max(r.logit_max, std::abs(e[i]));
+  EXPECT_LE(r.logit_diff, 1e-4 * std::max(1.0, r.logit_max)) << "logits, max |logit| " << r.logit_max;
+
+  const std::vector<std::string> names = lines(ref.at("names"));
+  const auto diff = ref.at("gmax_abs_diff").to_vector<double>(), gmax = ref.at("gmax_ref").to_vector<double>();
+  EXPECT_EQ(ref.at("gmissing").to_vector<int64_t>()[0], 0);
+  EXPECT_EQ(names.size(), params.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    const double bound = 1e-4 * std::max(1.0, gmax[i]);
+    EXPECT_LE(diff[i], bound) << "gradient of " << names[i] << " (max |grad| " << gmax[i] << ")";
+    if (diff[i] / bound > r.worst_ratio) {
+      r.worst_ratio = diff[i] / bound, r.worst = names[i];
+      r.worst_diff = diff[i], r.worst_max = gmax[i];
+    }
+  }
+  std::printf("  %s %lldx%lld: max |dlogit| %.3g (max |logit| %.3g); worst gradient %s: max |d| %.3g (max |grad| "
+              "%.3g), %.3g of its bound\n", model.c_str(), (long long)H, (long long)W, r.logit_diff, r.logit_max,
+              r.worst.c_str(), r.worst_diff, r.worst_max, r.worst_ratio);
+  return r;
+}
+
+// A small V1 / V2 config: patch 2, widths 16 / 32, two blocks per stage (so a shifted one), window 4.
+json small_args(bool v2) {
+  return {{"seed", v2 ? 5 : 4}, {"model", "custom"}, {"patch", 2}, {"embed", 16}, {"depths", {2, 2}},
+          {"heads", {2, 4}}, {"window", 4}, {"num_classes", 10}, {"v2", v2}};
+}
+json small_model(bool v2) {
+  return {{"patch_size", 2}, {"embed_dim", 16}, {"depths", {2, 2}}, {"heads", {2, 4}}, {"window_size", 4},
+          {"num_classes", 10}, {"version", v2 ? 2 : 1}, {"image_size", 16}};
+}
+
+}  // namespace
+
+// 8 x 30: a 4 x 15 map, where the window covers the height (no shift along it) but not the width;
+// 22 x 17: 11 x 8, odd sides padded by the merging; 16 x 16: whole windows.
+TEST(Swin, SmallV1MatchesTorchvision) {
+  for (auto [h, w] : {std::pair<int64_t, int64_t>{8, 30}, {22, 17}, {16, 16}})
+    check_parity("swin", small_args(false), small_model(false), 2, h, w, uint64_t(h * 100 + w));
+}
+
+TEST(Swin, SmallV2MatchesTorchvision) {
+  for (auto [h, w] : {std::pair<int64_t, int64_t>{8, 30}, {22, 17}})
+    check_parity("swin", small_args(true), small_model(true), 2, h, w, uint64_t(h * 100 + w));
+}
+
+// The buffers attn computes itself (relative_position_index; V2's relative_coords_table) equal
+// torchvision's exactly: a load would overwrite them, so compare a freshly built model's.
+TEST(Swin, BuffersMatchTorchvision) {
+  for (bool v2 : {false, true}) {
+    const Tensor file = test::torch_ref("swin.weights", {}, small_args(v2)).at("file");
+    const io::SafetensorsFile f = io::parse_safetensors(file.data<uint8_t>(), size_t(file.numel()), "<torch>");
+    auto m = models::create_model("swin", small_model(v2));
+    size_t checked = 0;
+    for (const auto& [name, t] : m->named_buffers()) {
+      const Tensor* ref = f.find(name);
+      ASSERT_NE(ref, nullptr) << name;
+      EXPECT_TENSOR_NEAR(t.to(DType::f64), ref->to(DType::f64), 0, 0) << name;
+      ++checked;
+    }
+    EXPECT_EQ(checked, v2 ? 8u : 4u);
+  }
+}
+
+TEST(Swin, SwinT224MatchesTorchvisionSlow) {
+  check_parity("swin_t", {{"seed", 0}, {"model", "swin_t"}}, json::object(), 2, 224, 224, 1);
+}
+
+TEST(Swin, SwinT300MatchesTorchvisionSlow) {
+  check_parity("swin_t", {{"seed", 0}, {"model", "swin_t"}}, json::object(), 2, 300, 300, 2);
+}
+
+TEST(Swin, SwinT250x333MatchesTorchvisionSlow) {
+  check_parity("swin_t", {{"seed", 0}, {"model", "swin_t"}}, json::object(), 2, 250, 333, 3);
+}
+
+// V2: cosine attention with the clamped logit scale (one head above the clamp), the continuous
+// position bias MLP, post-norm residuals, PatchMergingV2.
+TEST(Swin, SwinV2T256MatchesTorchvisionSlow) {
+  check_parity("swin_v2_t", {{"seed", 0}, {"model", "swin_v2_t"}}, json::object(), 2, 256, 256, 4);
+}
+
+TEST(Swin, ImageBelowOnePatchIsAnError) {
+  auto m = models::create_model("swin", small_model(false));
+  EXPECT_EQ(test::error_of([&] { m->forward(Tensor::zeros({1, 3, 1, 16})); }),
+            "swin: expected images of at least one patch (2 x 2 pixels), got 1 x 16");
+  EXPECT_EQ(test::error_of([&] { m->forward(Tensor::zeros({1, 1, 16, 16})); }),
+            "swin: expected images (B, 3, H, W), got shape [1, 1, 16, 16]");
+}
+
+// Weights of another Swin, or a layout other than torchvision's: errors naming the file and the model.
+TEST(Swin, LoadErrorsNameTheModel) {
+  const Tensor file = test::torch_ref("swin.weights", {}, small_args(false)).at("file");
+  const std::string path = tmp_path("small.safetensors");
+  test::write_bytes(path, file.data<uint8_t>(), size_t(file.numel()));
+  json v2 = small_model(true);
+  const std::string e = test::error_of([&] { load(path, "swin", v2, true); });
+  EXPECT_TRUE(e.starts_with("foreign weights: the weights '" + path + "' (layout: torchvision) do not match model "
+                            "'swin' (Swin V2, embed_dim 16, depths [2,2], window 4, 10 classes): ")) << e;
+  EXPECT_NE(e.find("features.1.0.attn.logit_scale"), std::string::npos) << e;
+  models::PretrainedSource s = models::PretrainedSource::foreign(path, "swin");
+  s.format = "timm";
+  s.model_config = small_model(false);
+  EXPECT_EQ(test::error_of([&] { models::load_pretrained(s); }),
+            "foreign weights: Swin weights are read in torchvision's layout only, got layout timm");
+  s.format = "torchvision";
+  EXPECT_EQ(test::error_of([&] { models::load_pretrained(s); }), test::kNoError);
+  std::remove(path.c_str());
+}
+
+// torchvision's totals (computed by the golden script from torchvision.models) against
+// num_parameters(); MACs printed (torchvision documents swin_t at 4.49 GFLOPS, i.e. multiply-adds).
+TEST(Swin, ParameterTotalsMatchTorchvision) {
+  const std::vector<std::string> names = {"swin_t", "swin_s", "swin_b", "swin_v2_t", "swin_v2_s", "swin_v2_b"};
+  auto ref = test::torch_ref("vit.torchvision_param_counts", {}, {{"models", names}});
+  const auto want = ref.at("counts").to_vector<int64_t>();
+  for (size_t i = 0; i < names.size(); ++i) {
+    nn::init::SkipRandomInit skip(nn::init::SkipRandomInit::Fill::none);
+    auto m = models::create_model(names[i]);
+    EXPECT_EQ(m->num_parameters(), want[i]) << names[i];
+    std::printf("  %-10s %lld parameters (torchvision %lld), %.3f GMACs at %lld\n", names[i].c_str(),
+                (long long)m->num_parameters(), (long long)want[i], double(m->macs_per_image()) / 1e9,
+                (long long)m->config()["image_size"].get<int64_t>());
+  }
+}

@@ -1,0 +1,80 @@
+// Shifted-window attention against torchvision's ShiftedWindowAttention / ShiftedWindowAttentionV2
+// modules in f64 (forward, the input's and every parameter's gradient; the buffers attn computes
+// equal torchvision's), on maps that need padding, where the window covers one padded side (no shift
+// along it) or both (no shift at all); roll_hw against torch.roll; window_partition / window_reverse.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "attn/attn.h"
+#include "attn/nn/attention/window.h"
+#include "errors.h"
+#include "torch_ref.h"
+
+using namespace attn;
+using nlohmann::json;
+
+namespace {
+
+struct Case {
+  int64_t h, w, window, shift;
+  bool v2;
+};
+
+void check(const Case& c) {
+  const int64_t dim = 12, heads = 3;
+  SCOPED_TRACE(std::to_string(c.h) + "x" + std::to_string(c.w) + " window " + std::to_string(c.window) + " shift " +
+               std::to_string(c.shift) + (c.v2 ? " v2" : " v1"));
+  manual_seed(uint64_t(c.h * 31 + c.w));
+  const Tensor x = Tensor::randn({2, c.h, c.w, dim}, DType::f64), g = Tensor::randn({2, c.h, c.w, dim}, DType::f64);
+  auto ref = test::torch_ref("swin.window_module", {{"x", x}, {"g", g}},
+                             {{"seed", 3}, {"dim", dim}, {"heads", heads}, {"window", c.window},
+                              {"shift", c.shift}, {"v2", c.v2}});
+  nn::ShiftedWindowAttention m({.dim = dim, .num_heads = heads, .window_h = c.window, .window_w = c.window,
+                                .shift_h = c.shift, .shift_w = c.shift, .v2 = c.v2});
+  m.to(DType::f64);
+  io::TensorList sd;
+  for (const auto& [k, t] : ref)
+    if (k.starts_with("s.")) sd.emplace_back(k.substr(2), t);
+  for (const auto& [name, b] : m.named_buffers())
+    EXPECT_TENSOR_NEAR(b.to(DType::f64), ref.at("s." + name).to(DType::f64), 0, 0) << name;
+  m.load_state_dict(sd);
+  Tensor xi = x.clone().requires_grad_();
+  const Tensor y = m.forward(xi);
+  sum(y * g).backward();
+  EXPECT_TENSOR_NEAR(y, ref.at("y"), 1e-12, 1e-10);
+  EXPECT_TENSOR_NEAR(xi.grad(), ref.at("dx"), 1e-12, 1e-10);
+  for (const auto& [name, p] : m.named_parameters())
+    EXPECT_TENSOR_NEAR(p.grad(), ref.at("g." + name), 1e-12, 1e-10) << name;
+}
+
+}  // namespace
+
+TEST(WindowAttention, MatchesTorchvisionV1) {
+  // 9 x 11: padded to 12 x 12 (window 4); 4 x 10: the window covers the height, so the shift is
+  // dropped along it only; 3 x 3: padded to one window, no shift; 8 x 8 unshifted.
+  for (const Case& c : std::vector<Case>{{9, 11, 4, 2, false}, {4, 10, 4, 2, false}, {3, 3, 4, 2, false},
+                                         {8, 8, 4, 0, false}, {7, 14, 7, 3, false}})
+    check(c);
+}
+
+TEST(WindowAttention, MatchesTorchvisionV2) {
+  for (const Case& c : std::vector<Case>{{9, 11, 4, 2, true}, {4, 10, 4, 2, true}, {8, 8, 4, 0, true}}) check(c);
+}
+
+TEST(WindowAttention, RollAndPartition) {
+  manual_seed(7);
+  const Tensor x = Tensor::randn({2, 5, 7, 3});
+  for (auto [a, b] : std::vector<std::pair<int64_t, int64_t>>{{-2, 3}, {4, -6}, {0, 9}}) {
+    auto ref = test::torch_ref("swin.roll", {{"x", x}}, {{"shifts", {a, b}}});
+    EXPECT_TENSOR_NEAR(nn::roll_hw(x, a, b), ref.at("out"), 0, 0) << a << ", " << b;
+  }
+  const Tensor z = Tensor::randn({2, 6, 9, 4});
+  const Tensor w = nn::window_partition(z, 3, 3);
+  EXPECT_EQ(w.shape(), Shape({12, 9, 4}));
+  EXPECT_EQ(w.select(0, 7).select(0, 4).at({1}), z.at({1, 1, 4, 1}));   // batch 1, window (0, 1): centre (1, 4)
+  EXPECT_TENSOR_NEAR(nn::window_reverse(w, 2, 6, 9, 3, 3), z, 0, 0);
+  EXPECT_EQ(test::error_of([&] { nn::window_partition(z, 4, 3); }),
+            "window_partition: expected (B, H, W, C) with H, W multiples of the window (4, 3), got shape [2, 6, 9, 4]");
+}
