@@ -9,6 +9,8 @@
 
 #include <unistd.h>
 
+#include <filesystem>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -199,8 +201,10 @@ TEST(Swin, LoadErrorsNameTheModel) {
   models::PretrainedSource s = models::PretrainedSource::foreign(path, "swin");
   s.format = "timm";
   s.model_config = small_model(false);
-  EXPECT_EQ(test::error_of([&] { models::load_pretrained(s); }),
-            "foreign weights: Swin weights are read in torchvision's layout only, got layout timm");
+  const std::string et = test::error_of([&] { models::load_pretrained(s); });
+  EXPECT_TRUE(et.starts_with("foreign weights: the weights '" + path + "' (layout: timm) do not match model 'swin' "
+                             "(Swin V1, embed_dim 16, depths [2,2], window 4, 10 classes): missing: "
+                             "patch_embed.proj.weight [16, 3, 2, 2]")) << et;
   s.format = "torchvision";
   EXPECT_EQ(test::error_of([&] { models::load_pretrained(s); }), test::kNoError);
   std::remove(path.c_str());
@@ -220,4 +224,87 @@ TEST(Swin, ParameterTotalsMatchTorchvision) {
                 (long long)m->num_parameters(), (long long)want[i], double(m->macs_per_image()) / 1e9,
                 (long long)m->config()["image_size"].get<int64_t>());
   }
+}
+
+// ---- timm (>= 0.9) and Hugging Face layouts ----
+
+namespace {
+
+// The small V1 model's weights renamed to `layout` by the golden script (HF: with its config.json
+// beside them), loaded with format auto; eval logits against torchvision's on the same weights.
+double foreign_layout_diff(const std::string& layout, int64_t H, int64_t W, uint64_t seed) {
+  json args = small_args(false);
+  args["layout"] = layout;
+  args["image_size"] = 16;
+  const auto ref = test::torch_ref("swin.foreign_weights", {}, args);
+  const std::string dir = tmp_path(layout);
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/model.safetensors";
+  test::write_bytes(path, ref.at("file").data<uint8_t>(), size_t(ref.at("file").numel()));
+  if (layout == "hf") test::write_bytes(dir + "/config.json", ref.at("config").data<uint8_t>(),
+                                        size_t(ref.at("config").numel()));
+  models::PretrainedSource s = models::PretrainedSource::foreign(path, "swin");
+  if (layout == "timm") s.model_config = small_model(false);
+  models::Pretrained p = models::load_pretrained(s);
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(p.source, layout);
+  if (layout == "hf") {
+    EXPECT_EQ(p.labels.size(), 10u);
+    if (!p.labels.empty()) EXPECT_EQ(p.labels[3], "class_3");
+  }
+  manual_seed(seed);
+  const Tensor x = Tensor::randn({2, 3, H, W});
+  NoGradGuard ng;
+  const auto a = p.model->forward(x).to_vector<double>();
+  const auto e = test::torch_ref("swin.logits", {{"x", x}}, small_args(false)).at("logits").to_vector<double>();
+  EXPECT_EQ(a.size(), e.size());
+  double diff = 0, mx = 0;
+  for (size_t i = 0; i < a.size() && i < e.size(); ++i) diff = std::max(diff, std::abs(a[i] - e[i])), mx = std::max(mx, std::abs(e[i]));
+  EXPECT_LE(diff, 1e-4 * std::max(1.0, mx)) << layout << " " << H << "x" << W;
+  std::printf("  %s layout %lldx%lld: max |dlogit| %.3g (max |logit| %.3g)\n", layout.c_str(), (long long)H,
+              (long long)W, diff, mx);
+  return diff;
+}
+
+}  // namespace
+
+TEST(Swin, TimmLayoutMatchesTorchvision) { foreign_layout_diff("timm", 16, 16, 11); }
+
+TEST(Swin, HfLayoutMatchesTorchvision) { foreign_layout_diff("hf", 16, 16, 12); }
+
+// A key the layout lacks or does not know is named as the layout spells it.
+TEST(Swin, ForeignLayoutErrorsNameTheKey) {
+  json args = small_args(false);
+  args["layout"] = "timm";
+  const auto ref = test::torch_ref("swin.foreign_weights", {}, args);
+  const io::SafetensorsFile f = io::parse_safetensors(ref.at("file").data<uint8_t>(), size_t(ref.at("file").numel()),
+                                                      "<torch>");
+  io::TensorList sd;
+  for (const auto& [k, t] : f.tensors)
+    if (k != "layers.1.blocks.0.mlp.fc1.weight") sd.emplace_back(k == "norm.bias" ? "norm.beta" : k, t);
+  const std::string path = tmp_path("broken.safetensors");
+  io::save_safetensors(path, sd);
+  models::PretrainedSource s = models::PretrainedSource::foreign(path, "swin");
+  s.model_config = small_model(false);
+  const std::string e = test::error_of([&] { models::load_pretrained(s); });
+  std::remove(path.c_str());
+  EXPECT_EQ(e, "foreign weights: the weights '" + path + "' (layout: timm) do not match model 'swin' (Swin V1, "
+               "embed_dim 16, depths [2,2], window 4, 10 classes): missing: layers.1.blocks.0.mlp.fc1.weight [128, 32], "
+               "norm.bias [32]; unexpected: norm.beta");
+}
+
+// Each source's eval transform: timm's crop_pct 0.9 bicubic; transformers' ViTFeatureExtractor
+// (224 squashed, bicubic); both with ImageNet's mean and std.
+TEST(Swin, ForeignPreprocessPresets) {
+  const data::Preprocess t = data::preset_for("swin", data::WeightSource::timm, 224);
+  EXPECT_EQ(t.resize_size, 248);
+  EXPECT_EQ(t.crop_size, 224);
+  EXPECT_FALSE(t.squash);
+  EXPECT_EQ(t.interpolation, data::Resample::bicubic);
+  const data::Preprocess h = data::preset_for("swin", data::WeightSource::hf, 224);
+  EXPECT_EQ(h.resize_size, 224);
+  EXPECT_TRUE(h.squash);
+  EXPECT_EQ(h.interpolation, data::Resample::bicubic);
+  EXPECT_EQ(h.mean, data::Preprocess{}.mean);
+  EXPECT_EQ(t.mean, data::Preprocess{}.mean);
 }

@@ -152,3 +152,79 @@ def window_module(inp, args):
 
 def roll(inp, args):
     return {"out": torch.roll(inp["x"], shifts=tuple(args["shifts"]), dims=(1, 2))}
+
+
+def _foreign_names(key, layout, depth_of_stage):
+    """A torchvision Swin key -> the same tensor's key(s) in timm's (>= 0.9) or Hugging Face's layout
+    (written from their modules: timm swin_transformer.py, transformers modeling_swin.py)."""
+    p = key.split(".")
+    timm = layout == "timm"
+    if p[0] == "features" and p[1] == "0":
+        tail = {"0": "proj", "2": "norm"}[p[2]]
+        base = "patch_embed." if timm else "swin.embeddings." + ("patch_embeddings." if tail == "proj" else "")
+        return [base + ("projection" if (tail == "proj" and not timm) else tail) + "." + p[-1]]
+    if p[0] == "features":
+        f = int(p[1])
+        if f % 2 == 0:   # merging after stage f / 2 - 1
+            stage = f // 2 if timm else f // 2 - 1
+            return [("layers.%d.downsample." if timm else "swin.encoder.layers.%d.downsample.") % stage
+                    + ".".join(p[2:])]
+        stage, block, rest = (f - 1) // 2, p[2], ".".join(p[3:])
+        prefix = ("layers.%d.blocks.%s." if timm else "swin.encoder.layers.%d.blocks.%s.") % (stage, block)
+        if timm:
+            rest = rest.replace("mlp.0.", "mlp.fc1.").replace("mlp.3.", "mlp.fc2.")
+            return [prefix + rest]
+        if rest.startswith("attn.qkv."):
+            return [prefix + "attention.self.%s.%s" % (n, p[-1]) for n in ("query", "key", "value")]
+        table = {"norm1.": "layernorm_before.", "norm2.": "layernorm_after.", "attn.proj.": "attention.output.dense.",
+                 "attn.relative_position_bias_table": "attention.self.relative_position_bias_table",
+                 "attn.relative_position_index": "attention.self.relative_position_index",
+                 "mlp.0.": "intermediate.dense.", "mlp.3.": "output.dense."}
+        for a, b in table.items():
+            if rest.startswith(a):
+                return [prefix + b + rest[len(a):]]
+        raise KeyError(key)
+    if p[0] == "norm":
+        return ["norm." + p[1]] if timm else ["swin.layernorm." + p[1]]
+    if p[0] == "head":
+        return ["head.fc." + p[1]] if timm else ["classifier." + p[1]]
+    raise KeyError(key)
+
+
+def foreign_weights(inp, args):
+    """The seeded torchvision model of `args` (V1) with its state dict renamed to args["layout"]
+    ("timm": timm >= 0.9, relative_position_index and attn_mask not stored; "hf": transformers'
+    SwinForImageClassification, q / k / v split, relative_position_index (N, N) stored): "file"; for hf
+    also its config.json ("config")."""
+    import json
+    model = _build(args)
+    sd = model.state_dict()
+    out = {}
+    for k, v in sd.items():
+        names = _foreign_names(k, args["layout"], None)
+        if k.endswith("relative_position_index"):
+            if args["layout"] == "timm":
+                continue
+            n = int(round(v.numel() ** 0.5))
+            v = v.reshape(n, n)
+        parts = v.chunk(3, 0) if len(names) == 3 else [v]
+        for n, t in zip(names, parts):
+            out[n] = t.contiguous().clone()
+    res = {"file": _bytes(pth_to_safetensors.serialize(out))}
+    if args["layout"] == "hf":
+        c = {"model_type": "swin", "image_size": args.get("image_size", 224), "patch_size": args["patch"],
+             "num_channels": 3, "embed_dim": args["embed"], "depths": args["depths"], "num_heads": args["heads"],
+             "window_size": args["window"], "mlp_ratio": 4.0, "qkv_bias": True, "hidden_act": "gelu",
+             "layer_norm_eps": 1e-5, "use_absolute_embeddings": False, "drop_path_rate": 0.1,
+             "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0,
+             "id2label": {str(i): "class_%d" % i for i in range(args["num_classes"])}}
+        res["config"] = _bytes(json.dumps(c).encode())
+    return res
+
+
+def logits(inp, args):
+    """Eval-mode logits of the seeded torchvision model of `args` on images "x"."""
+    model = _build(args)
+    model.eval()
+    with torch.no_grad():
+        return {"logits": model(inp["x"]).double()}
