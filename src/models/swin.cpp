@@ -1,6 +1,7 @@
 // Swin Transformer V1 / V2 (torchvision's layout); see include/attn/models/swin.h.
 #include "attn/models/swin.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "attn/autograd/grad_mode.h"
@@ -31,6 +32,7 @@ SwinConfig swin_config_from_json(const nlohmann::json& j) {
   c.attn_drop = r.get<double>("attn_drop", Range::probability);
   c.drop_path = r.get<double>("drop_path", Range::probability);
   c.version = r.get<int64_t>("version", Range::positive);
+  c.convention = r.get_or("convention", "torchvision");
   r.ignore("model");
   r.finish();
   return c;
@@ -40,7 +42,7 @@ nlohmann::json swin_config_to_json(const SwinConfig& c) {
   return {{"image_size", c.image_size}, {"patch_size", c.patch_size}, {"in_channels", c.in_channels},
           {"num_classes", c.num_classes}, {"embed_dim", c.embed_dim}, {"depths", c.depths}, {"heads", c.heads},
           {"window_size", c.window_size}, {"mlp_ratio", c.mlp_ratio}, {"drop", c.drop}, {"attn_drop", c.attn_drop},
-          {"drop_path", c.drop_path}, {"version", c.version}};
+          {"drop_path", c.drop_path}, {"version", c.version}, {"convention", c.convention}};
 }
 
 namespace {
@@ -65,6 +67,8 @@ void check_swin_config(const SwinConfig& c) {
                " needs a positive depth and a head count dividing its width ", dim, ", got depth ", c.depths[i],
                " and ", c.heads[i], " heads");
   }
+  ATTN_CHECK(c.convention == "torchvision" || c.convention == "hf" || c.convention == "timm",
+             "swin: expected convention torchvision, hf or timm, got '", c.convention, "'");
   ATTN_CHECK(c.window_size > 1 || c.version == 1, "swin: V2's position bias needs a window of at least 2, got ",
              c.window_size);
 }
@@ -74,7 +78,7 @@ void check_swin_config(const SwinConfig& c) {
 // ---- block ----
 
 SwinBlock::SwinBlock(const SwinConfig& c, int64_t dim, int64_t heads, int64_t shift, double dp)
-    : v2_(c.version == 2) {
+    : v2_(c.version == 2), hf_(c.convention == "hf") {
   norm1 = register_module("norm1", std::make_shared<nn::LayerNorm>(dim, 1e-5));
   attn = register_module("attn", std::make_shared<nn::ShiftedWindowAttention>(nn::ShiftedWindowAttentionOptions{
                                      .dim = dim, .num_heads = heads, .window_h = c.window_size,
@@ -92,11 +96,19 @@ SwinBlock::SwinBlock(const SwinConfig& c, int64_t dim, int64_t heads, int64_t sh
 }
 
 Tensor SwinBlock::forward(const Tensor& x) const {
+  bool shift = true;
+  if (hf_) {   // transformers' SwinLayer.set_shift_and_window_size
+    const int64_t side = std::min(x.size(1), x.size(2)), ws = attn->options().window_h;
+    ATTN_CHECK(side >= ws, "swin (convention hf): a ", x.size(1), " x ", x.size(2), " map is smaller than the ",
+               ws, " x ", ws, " window, which transformers' Swin cannot run either (its window shrinks to ", side,
+               " but its position bias stays ", ws * ws, " x ", ws * ws, "); use a larger image");
+    shift = side > ws;
+  }
   if (v2_) {
-    Tensor h = x + drop_path->forward(norm1->forward(attn->forward(x)));
+    Tensor h = x + drop_path->forward(norm1->forward(attn->forward(x, shift)));
     return h + drop_path->forward(norm2->forward(mlp->forward(h)));
   }
-  Tensor h = x + drop_path->forward(attn->forward(norm1->forward(x)));
+  Tensor h = x + drop_path->forward(attn->forward(norm1->forward(x), shift));
   return h + drop_path->forward(mlp->forward(norm2->forward(h)));
 }
 
@@ -158,18 +170,52 @@ SwinTransformer::SwinTransformer(const SwinConfig& c, std::string name) : cfg_(c
   swin_init_linears(*this);
 }
 
-Tensor SwinTransformer::forward_features(const Tensor& images) const {
+Tensor SwinTransformer::embed(const Tensor& images) const {
   const int64_t P = cfg_.patch_size;
   ATTN_CHECK(images.dim() == 4 && images.size(1) == cfg_.in_channels, "swin: expected images (B, ",
              cfg_.in_channels, ", H, W), got shape ", images.shape());
-  ATTN_CHECK(images.size(2) >= P && images.size(3) >= P, "swin: expected images of at least one patch (", P, " x ",
-             P, " pixels), got ", images.size(2), " x ", images.size(3));
-  Tensor x = patch_norm_->forward(patch_conv_->forward(images).permute({0, 2, 3, 1}));
+  const int64_t H = images.size(2), W = images.size(3);
+  ATTN_CHECK(H >= P && W >= P, "swin: expected images of at least one patch (", P, " x ", P, " pixels), got ", H,
+             " x ", W);
+  Tensor x = images;
+  if (cfg_.convention == "timm") {
+    const int64_t ws = cfg_.window_size;
+    bool ok = H % P == 0 && W % P == 0;
+    for (int64_t h = H / P, w = W / P, i = 0; ok && i < int64_t(cfg_.depths.size()); ++i, h /= 2, w /= 2) {
+      ok = (h % ws == 0 || h <= ws) && (w % ws == 0 || w <= ws);
+      if (i + 1 < int64_t(cfg_.depths.size())) ok = ok && h % 2 == 0 && w % 2 == 0;
+    }
+    ATTN_CHECK(ok, "swin (convention timm, strict): a ", H, " x ", W, " image does not divide into ", P, " x ", P,
+               " patches whose maps halve evenly and tile by the ", ws, " x ", ws, " window at every stage (",
+               cfg_.image_size, " x ", cfg_.image_size, " does); resize the image, or use convention torchvision "
+               "or hf, which pad");
+  }
+  if (cfg_.convention == "hf" && (H % P || W % P)) {   // transformers' SwinPatchEmbeddings.maybe_pad
+    const int64_t ph = (P - H % P) % P, pw = (P - W % P) % P;
+    if (ph) x = concat({x, Tensor::zeros({x.size(0), x.size(1), ph, W}, x.dtype())}, 2);
+    if (pw) x = concat({x, Tensor::zeros({x.size(0), x.size(1), H + ph, pw}, x.dtype())}, 3);
+  }
+  return patch_norm_->forward(patch_conv_->forward(x).permute({0, 2, 3, 1}));
+}
+
+Tensor SwinTransformer::forward_features(const Tensor& images) const {
+  Tensor x = embed(images);
   for (size_t i = 0; i < stages_.size(); ++i) {
     for (const auto& b : *stages_[i]) x = b->forward(x);
     if (i < merges_.size()) x = merges_[i]->forward(x);
   }
   return norm_->forward(x);
+}
+
+std::vector<Tensor> SwinTransformer::forward_intermediates(const Tensor& images, bool nchw) const {
+  std::vector<Tensor> out;
+  Tensor x = embed(images);
+  for (size_t i = 0; i < stages_.size(); ++i) {
+    if (i > 0) x = merges_[i - 1]->forward(x);
+    for (const auto& b : *stages_[i]) x = b->forward(x);
+    out.push_back(nchw ? x.permute({0, 3, 1, 2}).contiguous() : x);
+  }
+  return out;
 }
 
 Tensor SwinTransformer::forward(const Tensor& images) {

@@ -308,3 +308,112 @@ TEST(Swin, ForeignPreprocessPresets) {
   EXPECT_EQ(h.mean, data::Preprocess{}.mean);
   EXPECT_EQ(t.mean, data::Preprocess{}.mean);
 }
+
+// timm weights of window 4 loaded into a window-5 model: each position-bias table resized bicubic
+// (timm's resize_rel_pos_bias_table), against torchvision's window-5 model given the same tables.
+TEST(Swin, BiasTablesResizedToAnotherWindow) {
+  json args = small_args(false);
+  args["layout"] = "timm";
+  const auto ref = test::torch_ref("swin.foreign_weights", {}, args);
+  const std::string path = tmp_path("w4.safetensors");
+  test::write_bytes(path, ref.at("file").data<uint8_t>(), size_t(ref.at("file").numel()));
+  models::PretrainedSource s = models::PretrainedSource::foreign(path, "swin");
+  json cfg = small_model(false);
+  cfg["window_size"] = 5;
+  s.model_config = cfg;
+  models::Pretrained p = models::load_pretrained(s);
+  std::remove(path.c_str());
+  manual_seed(21);
+  const Tensor x = Tensor::randn({2, 3, 20, 20});
+  json rargs = small_args(false);
+  rargs["new_window"] = 5;
+  NoGradGuard ng;
+  EXPECT_TENSOR_NEAR(p.model->forward(x).to(DType::f64),
+                     test::torch_ref("swin.resized_window_logits", {{"x", x}}, rargs).at("logits"), 1e-4, 0);
+}
+
+// ---- input sizes in each source's convention ----
+
+namespace {
+
+std::shared_ptr<models::ImageClassifier> small_with(const std::string& convention, uint64_t seed) {
+  const Tensor file = test::torch_ref("swin.weights", {}, small_args(false)).at("file");
+  const std::string path = tmp_path("conv_" + convention + std::to_string(seed) + ".safetensors");
+  test::write_bytes(path, file.data<uint8_t>(), size_t(file.numel()));
+  json cfg = small_model(false);
+  cfg["convention"] = convention;
+  auto m = load(path, "swin", cfg, true);
+  std::remove(path.c_str());
+  return m;
+}
+
+}  // namespace
+
+// transformers' rules: 17 x 30 pads to 18 x 30 (a 9 x 15 map, where torchvision floors to 8 x 15);
+// 16 x 30: the second stage's 4 x 8 map has min side = window, so no shift along either side (torchvision
+// keeps the shift along the 8); 16 x 16: the plain case.
+TEST(Swin, HfConventionMatchesItsReference) {
+  auto m = small_with("hf", 1);
+  for (auto [h, w] : {std::pair<int64_t, int64_t>{17, 30}, {16, 30}, {16, 16}}) {
+    manual_seed(uint64_t(h * 100 + w));
+    const Tensor x = Tensor::randn({2, 3, h, w});
+    NoGradGuard ng;
+    const Tensor got = m->forward(x).to(DType::f64);
+    const Tensor want = test::torch_ref("swin.hf_convention_logits", {{"x", x}}, small_args(false)).at("logits");
+    const Tensor tv = test::torch_ref("swin.logits", {{"x", x}}, small_args(false)).at("logits");
+    auto maxabs = [](const Tensor& t) {
+      double m = 0;
+      for (double v : t.to_vector<double>()) m = std::max(m, std::abs(v));
+      return m;
+    };
+    const double mx = maxabs(want), d = maxabs(got - want), dtv = maxabs(tv - want);
+    EXPECT_LE(d, 1e-4 * std::max(1.0, mx)) << h << "x" << w;
+    std::printf("  hf convention %lldx%lld: max |dlogit| %.3g (max |logit| %.3g); torchvision's rules differ by %.3g\n",
+                (long long)h, (long long)w, d, mx, dtv);
+    if (h * w != 256) EXPECT_GT(dtv, 1e-5) << "the size should tell the rules apart";
+  }
+  NoGradGuard ng;
+  EXPECT_EQ(test::error_of([&] { m->forward(Tensor::zeros({1, 3, 12, 30})); }),
+            "swin (convention hf): a 3 x 8 map is smaller than the 4 x 4 window, which transformers' Swin cannot run "
+            "either (its window shrinks to 3 but its position bias stays 16 x 16); use a larger image");
+}
+
+// timm's strict mode: 16 x 16 (8 x 8 then 4 x 4 maps) runs as torchvision; 18 x 16 (a 9-row map) does not.
+TEST(Swin, TimmConventionIsStrict) {
+  auto m = small_with("timm", 2);
+  manual_seed(3);
+  const Tensor x = Tensor::randn({2, 3, 16, 16});
+  NoGradGuard ng;
+  EXPECT_TENSOR_NEAR(m->forward(x).to(DType::f64), test::torch_ref("swin.logits", {{"x", x}}, small_args(false)).at("logits"),
+                     1e-4, 0);
+  EXPECT_EQ(test::error_of([&] { m->forward(Tensor::zeros({1, 3, 18, 16})); }),
+            "swin (convention timm, strict): a 18 x 16 image does not divide into 2 x 2 patches whose maps halve evenly "
+            "and tile by the 4 x 4 window at every stage (16 x 16 does); resize the image, or use convention torchvision "
+            "or hf, which pad");
+}
+
+// ---- multi-scale backbone ----
+
+// forward_intermediates against torchvision's features[1] and [3] (strides 2 and 4 here), NHWC and
+// NCHW, on an odd size (22 x 17: 11 x 8, then 6 x 4).
+TEST(Swin, ForwardIntermediatesMatchTorchvisionFeatures) {
+  auto base = small_with("torchvision", 3);
+  auto m = std::dynamic_pointer_cast<models::SwinTransformer>(base);
+  ASSERT_TRUE(m);
+  manual_seed(4);
+  const Tensor x = Tensor::randn({2, 3, 22, 17});
+  const auto ref = test::torch_ref("swin.stage_outputs", {{"x", x}}, small_args(false));
+  NoGradGuard ng;
+  const auto nhwc = m->forward_intermediates(x, /*nchw=*/false), nchw = m->forward_intermediates(x);
+  ASSERT_EQ(nhwc.size(), 2u);
+  ASSERT_EQ(nchw.size(), 2u);
+  EXPECT_EQ(nhwc[0].shape(), (Shape{2, 11, 8, 16}));
+  EXPECT_EQ(nchw[1].shape(), (Shape{2, 32, 6, 4}));
+  for (size_t i = 0; i < 2; ++i) {
+    const Tensor want = ref.at("stage_" + std::to_string(i));
+    EXPECT_TENSOR_NEAR(nhwc[i].to(DType::f64), want.to(DType::f64), 1e-5, 0) << i;
+    EXPECT_TENSOR_NEAR(nchw[i].to(DType::f64), want.permute({0, 3, 1, 2}).to(DType::f64), 1e-5, 0) << i;
+  }
+  // forward_features stays the final normalised map.
+  EXPECT_EQ(m->forward_features(x).shape(), (Shape{2, 6, 4, 32}));
+}

@@ -27,6 +27,7 @@ std::shared_ptr<SwinTransformer> load_foreign_swin(const io::SafetensorsReader& 
              "foreign weights: expected the Linear weights' dtype f32 or bf16, got ", dtype_name(o.linear_dtype));
   nlohmann::json cfg = nlohmann::json::object();
   if (o.hf_config.is_object()) cfg = swin_config_to_json(swin_config_from_hf(o.hf_config));
+  cfg["convention"] = weight_format_name(o.format);   // the source's input-size rules, unless overridden
   for (const auto& [k, v] : o.overrides.items()) cfg[k] = v;
   if (o.image_size > 0) cfg["image_size"] = o.image_size;
   std::shared_ptr<ImageClassifier> base;

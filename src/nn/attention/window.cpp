@@ -186,7 +186,7 @@ Tensor ShiftedWindowAttention::relative_position_bias() const {
   return opt_.v2 ? sigmoid(b) * 16.0 : b;
 }
 
-Tensor ShiftedWindowAttention::forward(const Tensor& x) const {
+Tensor ShiftedWindowAttention::forward(const Tensor& x, bool shift) const {
   ATTN_CHECK(x.dim() == 4 && x.size(3) == opt_.dim, "ShiftedWindowAttention: expected (B, H, W, ", opt_.dim,
              "), got shape ", x.shape());
   const int64_t B = x.size(0), H = x.size(1), W = x.size(2), wh = opt_.window_h, ww = opt_.window_w;
@@ -194,7 +194,7 @@ Tensor ShiftedWindowAttention::forward(const Tensor& x) const {
   Tensor h = x;
   if (ph > 0) h = concat({h, Tensor::zeros({B, ph, W, opt_.dim}, x.dtype())}, 1);
   if (pw > 0) h = concat({h, Tensor::zeros({B, Hp, pw, opt_.dim}, x.dtype())}, 2);
-  const int64_t sh = wh >= Hp ? 0 : opt_.shift_h, sw = ww >= Wp ? 0 : opt_.shift_w;
+  const int64_t sh = !shift || wh >= Hp ? 0 : opt_.shift_h, sw = !shift || ww >= Wp ? 0 : opt_.shift_w;
   const bool shifted = sh + sw > 0;
   if (shifted) h = roll_hw(h, -sh, -sw);
   const int64_t NH = opt_.num_heads, N = wh * ww, nW = (Hp / wh) * (Wp / ww);

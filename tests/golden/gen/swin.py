@@ -228,3 +228,68 @@ def logits(inp, args):
     model.eval()
     with torch.no_grad():
         return {"logits": model(inp["x"]).double()}
+
+
+def resized_window_logits(inp, args):
+    """The seeded torchvision model of `args` rebuilt with window args["new_window"], its position-bias
+    tables resized as timm's resize_rel_pos_bias_table ((L, NH) -> (1, NH, 2w-1, 2w-1), bicubic,
+    align_corners False, back), relative_position_index the new model's: eval logits on "x"."""
+    src = _build(args)
+    new_args = dict(args, window=args["new_window"])
+    model = _build(new_args)
+    sd = src.state_dict()
+    w = args["new_window"]
+    for k, v in list(sd.items()):
+        if k.endswith("relative_position_bias_table"):
+            s = int(round(v.shape[0] ** 0.5))
+            t = v.transpose(1, 0).reshape(1, -1, s, s)
+            t = F.interpolate(t, size=(2 * w - 1, 2 * w - 1), mode="bicubic", align_corners=False)
+            sd[k] = t.reshape(-1, (2 * w - 1) ** 2).transpose(0, 1)
+        elif k.endswith("relative_position_index"):
+            sd[k] = model.state_dict()[k]
+    model.load_state_dict(sd)
+    model.eval()
+    with torch.no_grad():
+        return {"logits": model(inp["x"]).double()}
+
+
+def hf_convention_logits(inp, args):
+    """transformers' SwinModel input-size rules written on the seeded torchvision model of `args`: the
+    image padded (zeros, right / bottom) to multiples of the patch (SwinPatchEmbeddings.maybe_pad);
+    a block whose map has min(H, W) <= window runs unshifted (SwinLayer.set_shift_and_window_size;
+    a smaller map raises, as transformers' broadcast of the window's bias does); eval logits on "x"."""
+    model = _build(args)
+    model.eval()
+    x, p, w = inp["x"], args["patch"], args["window"]
+    h = F.pad(x, (0, (-x.shape[3]) % p, 0, (-x.shape[2]) % p))
+    with torch.no_grad():
+        for i, layer in enumerate(model.features):
+            if i % 2 == 0:
+                h = layer(h)
+                continue
+            for blk in layer:
+                side = min(h.shape[1], h.shape[2])
+                if side < w:
+                    raise ValueError("map smaller than the window")
+                saved = blk.attn.shift_size
+                if side <= w:
+                    blk.attn.shift_size = [0, 0]
+                h = blk(h)
+                blk.attn.shift_size = saved
+        h = model.norm(h).permute(0, 3, 1, 2)
+        out = model.head(torch.flatten(model.avgpool(h), 1))
+    return {"logits": out.double()}
+
+
+def stage_outputs(inp, args):
+    """torchvision's features[1], [3], ... (each stage's output after its blocks, (B, H, W, C)) of the
+    seeded model of `args` on "x", eval mode: "stage_0", "stage_1", ..."""
+    model = _build(args)
+    model.eval()
+    out, h = {}, inp["x"]
+    with torch.no_grad():
+        for i, layer in enumerate(model.features):
+            h = layer(h)
+            if i % 2 == 1:
+                out["stage_%d" % (i // 2)] = h.clone()
+    return out

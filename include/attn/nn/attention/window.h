@@ -61,7 +61,8 @@ struct ShiftedWindowAttentionOptions {
 class ShiftedWindowAttention : public Module {
  public:
   explicit ShiftedWindowAttention(const ShiftedWindowAttentionOptions& o, Generator& g = default_generator());
-  Tensor forward(const Tensor& x) const;   // (B, H, W, C) -> (B, H, W, C)
+  // (B, H, W, C) -> (B, H, W, C); shift false: no shift at all (Hugging Face's rule for small maps).
+  Tensor forward(const Tensor& x, bool shift = true) const;
   // (NH, N, N): the table gathered (V1), or 16 sigmoid of the MLP's (V2).
   Tensor relative_position_bias() const;
   const ShiftedWindowAttentionOptions& options() const { return opt_; }
