@@ -230,12 +230,24 @@ TEST(Swin, ParameterTotalsMatchTorchvision) {
 
 namespace {
 
-// The small V1 model's weights renamed to `layout` by the golden script (HF: with its config.json
-// beside them), loaded with format auto; eval logits against torchvision's on the same weights.
+// A four-stage V1 config (every merging and stage index of the layouts): patch 2, widths 8 ... 64,
+// window 4.
+json small4_args() {
+  return {{"seed", 6}, {"model", "custom"}, {"patch", 2}, {"embed", 8}, {"depths", {2, 2, 2, 2}},
+          {"heads", {1, 2, 2, 4}}, {"window", 4}, {"num_classes", 10}, {"v2", false}, {"image_size", 64}};
+}
+json small4_model() {
+  return {{"patch_size", 2}, {"embed_dim", 8}, {"depths", {2, 2, 2, 2}}, {"heads", {1, 2, 2, 4}}, {"window_size", 4},
+          {"num_classes", 10}, {"version", 1}, {"image_size", 64}};
+}
+
+// The four-stage model's weights renamed to `layout` by the golden script (HF: with its config.json
+// beside them), loaded with format auto (so in the source's input-size convention); eval logits
+// against the source's rules written in Python on the same weights: torchvision's model for timm
+// (sizes that tile), hf_convention_logits for HF.
 double foreign_layout_diff(const std::string& layout, int64_t H, int64_t W, uint64_t seed) {
-  json args = small_args(false);
+  json args = small4_args();
   args["layout"] = layout;
-  args["image_size"] = 16;
   const auto ref = test::torch_ref("swin.foreign_weights", {}, args);
   const std::string dir = tmp_path(layout);
   std::filesystem::create_directories(dir);
@@ -244,10 +256,11 @@ double foreign_layout_diff(const std::string& layout, int64_t H, int64_t W, uint
   if (layout == "hf") test::write_bytes(dir + "/config.json", ref.at("config").data<uint8_t>(),
                                         size_t(ref.at("config").numel()));
   models::PretrainedSource s = models::PretrainedSource::foreign(path, "swin");
-  if (layout == "timm") s.model_config = small_model(false);
+  s.model_config = layout == "timm" ? small4_model() : json{{"drop_path", 0.0}};
   models::Pretrained p = models::load_pretrained(s);
   std::filesystem::remove_all(dir);
   EXPECT_EQ(p.source, layout);
+  EXPECT_EQ(p.model->config()["convention"], layout);
   if (layout == "hf") {
     EXPECT_EQ(p.labels.size(), 10u);
     if (!p.labels.empty()) EXPECT_EQ(p.labels[3], "class_3");
@@ -256,7 +269,8 @@ double foreign_layout_diff(const std::string& layout, int64_t H, int64_t W, uint
   const Tensor x = Tensor::randn({2, 3, H, W});
   NoGradGuard ng;
   const auto a = p.model->forward(x).to_vector<double>();
-  const auto e = test::torch_ref("swin.logits", {{"x", x}}, small_args(false)).at("logits").to_vector<double>();
+  const std::string fn = layout == "hf" ? "swin.hf_convention_logits" : "swin.logits";
+  const auto e = test::torch_ref(fn, {{"x", x}}, small4_args()).at("logits").to_vector<double>();
   EXPECT_EQ(a.size(), e.size());
   double diff = 0, mx = 0;
   for (size_t i = 0; i < a.size() && i < e.size(); ++i) diff = std::max(diff, std::abs(a[i] - e[i])), mx = std::max(mx, std::abs(e[i]));
@@ -268,9 +282,14 @@ double foreign_layout_diff(const std::string& layout, int64_t H, int64_t W, uint
 
 }  // namespace
 
-TEST(Swin, TimmLayoutMatchesTorchvision) { foreign_layout_diff("timm", 16, 16, 11); }
+// 64 x 64: maps 32, 16, 8, 4 (the last as large as the window).
+TEST(Swin, TimmLayoutMatchesTorchvision) { foreign_layout_diff("timm", 64, 64, 11); }
 
-TEST(Swin, HfLayoutMatchesTorchvision) { foreign_layout_diff("hf", 16, 16, 12); }
+// 64 x 64, and 61 x 90: padded to 62 x 90, maps 31 x 45 ... 4 x 6 (unshifted under HF's rule).
+TEST(Swin, HfLayoutMatchesItsReference) {
+  foreign_layout_diff("hf", 64, 64, 12);
+  foreign_layout_diff("hf", 61, 90, 13);
+}
 
 // A key the layout lacks or does not know is named as the layout spells it.
 TEST(Swin, ForeignLayoutErrorsNameTheKey) {
