@@ -245,8 +245,9 @@ json small4_model() {
 // beside them), loaded with format auto (so in the source's input-size convention); eval logits
 // against the source's rules written in Python on the same weights: torchvision's model for timm
 // (sizes that tile), hf_convention_logits for HF.
-double foreign_layout_diff(const std::string& layout, int64_t H, int64_t W, uint64_t seed) {
-  json args = small4_args();
+double foreign_layout_diff(const std::string& layout, int64_t H, int64_t W, uint64_t seed,
+                           const json& base = small4_args(), const json& timm_model = small4_model(), int64_t B = 2) {
+  json args = base;
   args["layout"] = layout;
   const auto ref = test::torch_ref("swin.foreign_weights", {}, args);
   const std::string dir = tmp_path(layout);
@@ -256,21 +257,21 @@ double foreign_layout_diff(const std::string& layout, int64_t H, int64_t W, uint
   if (layout == "hf") test::write_bytes(dir + "/config.json", ref.at("config").data<uint8_t>(),
                                         size_t(ref.at("config").numel()));
   models::PretrainedSource s = models::PretrainedSource::foreign(path, "swin");
-  s.model_config = layout == "timm" ? small4_model() : json{{"drop_path", 0.0}};
+  s.model_config = layout == "timm" ? timm_model : json{{"drop_path", 0.0}};
   models::Pretrained p = models::load_pretrained(s);
   std::filesystem::remove_all(dir);
   EXPECT_EQ(p.source, layout);
   EXPECT_EQ(p.model->config()["convention"], layout);
   if (layout == "hf") {
-    EXPECT_EQ(p.labels.size(), 10u);
+    EXPECT_EQ(p.labels.size(), size_t(base["num_classes"].get<int64_t>()));
     if (!p.labels.empty()) EXPECT_EQ(p.labels[3], "class_3");
   }
   manual_seed(seed);
-  const Tensor x = Tensor::randn({2, 3, H, W});
+  const Tensor x = Tensor::randn({B, 3, H, W});
   NoGradGuard ng;
   const auto a = p.model->forward(x).to_vector<double>();
   const std::string fn = layout == "hf" ? "swin.hf_convention_logits" : "swin.logits";
-  const auto e = test::torch_ref(fn, {{"x", x}}, small4_args()).at("logits").to_vector<double>();
+  const auto e = test::torch_ref(fn, {{"x", x}}, base).at("logits").to_vector<double>();
   EXPECT_EQ(a.size(), e.size());
   double diff = 0, mx = 0;
   for (size_t i = 0; i < a.size() && i < e.size(); ++i) diff = std::max(diff, std::abs(a[i] - e[i])), mx = std::max(mx, std::abs(e[i]));
@@ -289,6 +290,14 @@ TEST(Swin, TimmLayoutMatchesTorchvision) { foreign_layout_diff("timm", 64, 64, 1
 TEST(Swin, HfLayoutMatchesItsReference) {
   foreign_layout_diff("hf", 64, 64, 12);
   foreign_layout_diff("hf", 61, 90, 13);
+}
+
+// swin_t's shape in Hugging Face's layout at 250 x 333: padded to 252 x 336 (63 x 84 patches, where
+// torchvision floors to 62 x 83), then 32 x 42, 16 x 21, 8 x 11.
+TEST(Swin, HfSwinT250x333MatchesItsReferenceSlow) {
+  const json args = {{"seed", 7}, {"model", "custom"}, {"patch", 4}, {"embed", 96}, {"depths", {2, 2, 6, 2}},
+                     {"heads", {3, 6, 12, 24}}, {"window", 7}, {"num_classes", 1000}, {"v2", false}, {"image_size", 224}};
+  foreign_layout_diff("hf", 250, 333, 14, args, json::object(), 1);
 }
 
 // A key the layout lacks or does not know is named as the layout spells it.
