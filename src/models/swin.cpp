@@ -228,19 +228,28 @@ nlohmann::json SwinTransformer::config() const {
   return j;
 }
 
-int64_t SwinTransformer::macs_per_image() const {
+std::vector<std::pair<std::string, int64_t>> SwinTransformer::macs_per_stage() const {
   const int64_t P = cfg_.patch_size;
   int64_t h = cfg_.image_size / P, w = h, C = cfg_.embed_dim;
-  int64_t macs = h * w * C * cfg_.in_channels * P * P;
+  std::vector<std::pair<std::string, int64_t>> out = {{"patch_embed", h * w * C * cfg_.in_channels * P * P}};
   for (size_t i = 0; i < stages_.size(); ++i) {
-    for (const auto& b : *stages_[i]) macs += b->macs(h, w);
-    if (i < merges_.size()) {
+    int64_t macs = 0;
+    if (i > 0) {
       h = (h + 1) / 2, w = (w + 1) / 2;
       macs += h * w * 4 * C * 2 * C;
       C *= 2;
     }
+    for (const auto& b : *stages_[i]) macs += b->macs(h, w);
+    out.emplace_back("stage" + std::to_string(i + 1), macs);
   }
-  return macs + C * cfg_.num_classes;
+  out.emplace_back("head", C * cfg_.num_classes);
+  return out;
+}
+
+int64_t SwinTransformer::macs_per_image() const {
+  int64_t macs = 0;
+  for (const auto& [name, m] : macs_per_stage()) macs += m;
+  return macs;
 }
 
 // ---- variants ----

@@ -445,3 +445,26 @@ TEST(Swin, ForwardIntermediatesMatchTorchvisionFeatures) {
   // forward_features stays the final normalised map.
   EXPECT_EQ(m->forward_features(x).shape(), (Shape{2, 6, 4, 32}));
 }
+
+// attn info's per-stage MACs against torchvision's swin_t counted by forward hooks at 224 (Conv2d /
+// Linear output x fan-in, window attention 2 N C per padded token), and against swin_v2_t at 256.
+TEST(Swin, MacsPerStageMatchHookCounts) {
+  for (auto [name, size] : {std::pair<std::string, int64_t>{"swin_t", 224}, {"swin_v2_t", 256}}) {
+    nn::init::SkipRandomInit skip(nn::init::SkipRandomInit::Fill::none);
+    auto m = std::dynamic_pointer_cast<models::SwinTransformer>(models::create_model(name));
+    ASSERT_TRUE(m);
+    const auto parts = m->macs_per_stage();
+    const auto want = test::torch_ref("swin.stage_macs", {}, {{"seed", 0}, {"model", name}, {"size", size}})
+                          .at("macs").to_vector<int64_t>();
+    ASSERT_EQ(parts.size(), want.size()) << name;
+    int64_t total = 0;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      EXPECT_EQ(parts[i].second, want[i]) << name << " " << parts[i].first;
+      total += parts[i].second;
+    }
+    EXPECT_EQ(parts.front().first, "patch_embed");
+    EXPECT_EQ(parts[1].first, "stage1");
+    EXPECT_EQ(parts.back().first, "head");
+    EXPECT_EQ(total, m->macs_per_image()) << name;
+  }
+}

@@ -1,6 +1,8 @@
 // Swin Transformer V1 (Liu et al. 2021) and V2 (Liu et al. 2022) as torchvision 0.14's
 // SwinTransformer, with its parameter names, so torchvision's swin_t / swin_s / swin_b /
-// swin_v2_t / swin_v2_s / swin_v2_b state dicts load 1:1.
+// swin_v2_t / swin_v2_s / swin_v2_b state dicts load 1:1; timm's (>= 0.9) and Hugging Face's V1
+// weights load renamed (attn/models/name_maps.h), each run in its source's input-size convention
+// (SwinConfig::convention).
 //
 //   auto m = models::create_model("swin_t");          // 28,288,354 parameters, any H, W >= 4
 //   Tensor logits = m->forward(images);                // (B, 3, H, W) -> (B, 1000)
@@ -18,6 +20,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attn/models/registry.h"
@@ -97,6 +100,9 @@ class SwinTransformer : public ImageClassifier {
   nlohmann::json config() const override;
   // At image_size x image_size.
   int64_t macs_per_image() const override;
+  // macs_per_image split: "patch_embed", "stage1" ... (stage i >= 2 with the merging that starts it,
+  // as timm's layers.i.downsample), "head"; the parts sum to macs_per_image. (attn info prints them.)
+  std::vector<std::pair<std::string, int64_t>> macs_per_stage() const;
   const SwinConfig& cfg() const { return cfg_; }
 
  private:

@@ -293,3 +293,44 @@ def stage_outputs(inp, args):
             if i % 2 == 1:
                 out["stage_%d" % (i // 2)] = h.clone()
     return out
+
+
+def stage_macs(inp, args):
+    """Multiply-accumulates per part of torchvision's model `args` on one args["size"]^2 image, counted by
+    forward hooks: every Conv2d / Linear module (output elements x fan-in) and each window attention
+    (whose qkv and proj run as F.linear, unhooked) per token of its padded map: q kᵀ and P v (2 N C)
+    plus qkv and proj (fan-in x their outputs); summed per features index: "macs" =
+    [features.0, features.1, features.2 + features.3, ..., head] (a merging with the stage it starts)."""
+    model = _build(args)
+    model.eval()
+    counts = {}
+    current = ["head"]
+
+    def linear_hook(m, i, o):
+        fan_in = m.in_features if isinstance(m, nn.Linear) else m.in_channels * m.kernel_size[0] * m.kernel_size[1]
+        counts[current[0]] = counts.get(current[0], 0) + o.numel() * fan_in
+
+    def attn_hook(m, i, o):
+        _, h, w, c = i[0].shape
+        wh, ww = m.window_size
+        hp, wp = -(-h // wh) * wh, -(-w // ww) * ww
+        per_token = 2 * wh * ww * c + c * (m.qkv.out_features + m.proj.out_features)
+        counts[current[0]] = counts.get(current[0], 0) + hp * wp * per_token
+
+    inside_attn = set()
+    for m in model.modules():
+        if isinstance(m, (st.ShiftedWindowAttention, st.ShiftedWindowAttentionV2)):
+            inside_attn.update(id(x) for x in m.modules() if x is not m)
+    for m in model.modules():
+        if isinstance(m, (nn.Linear, nn.Conv2d)) and id(m) not in inside_attn:
+            m.register_forward_hook(linear_hook)
+        if isinstance(m, (st.ShiftedWindowAttention, st.ShiftedWindowAttentionV2)):
+            m.register_forward_hook(attn_hook)
+    for idx, layer in enumerate(model.features):
+        key = "f%d" % ((idx + 1) // 2 + (idx > 0 and idx % 2 == 0))   # 0: embed; 1: stage 1; 2, 3: stage 2; ...
+        layer.register_forward_pre_hook(lambda m, i, key=key: current.__setitem__(0, key))
+    model.head.register_forward_pre_hook(lambda m, i: current.__setitem__(0, "head"))
+    with torch.no_grad():
+        model(torch.zeros(1, 3, args["size"], args["size"]))
+    n = len(model.features) // 2 + 1
+    return {"macs": torch.tensor([counts["f%d" % k] for k in range(n)] + [counts["head"]], dtype=torch.int64)}
