@@ -67,8 +67,9 @@ void check_swin_config(const SwinConfig& c) {
                " needs a positive depth and a head count dividing its width ", dim, ", got depth ", c.depths[i],
                " and ", c.heads[i], " heads");
   }
-  ATTN_CHECK(c.convention == "torchvision" || c.convention == "hf" || c.convention == "timm",
-             "swin: expected convention torchvision, hf or timm, got '", c.convention, "'");
+  ATTN_CHECK(c.convention == "torchvision" || c.convention == "hf" || c.convention == "timm" ||
+                 c.convention == "timm_dynamic",
+             "swin: expected convention torchvision, hf, timm or timm_dynamic, got '", c.convention, "'");
   ATTN_CHECK(c.window_size > 1 || c.version == 1, "swin: V2's position bias needs a window of at least 2, got ",
              c.window_size);
 }
@@ -83,7 +84,8 @@ SwinBlock::SwinBlock(const SwinConfig& c, int64_t dim, int64_t heads, int64_t sh
   attn = register_module("attn", std::make_shared<nn::ShiftedWindowAttention>(nn::ShiftedWindowAttentionOptions{
                                      .dim = dim, .num_heads = heads, .window_h = c.window_size,
                                      .window_w = c.window_size, .shift_h = shift, .shift_w = shift,
-                                     .attn_drop = c.attn_drop, .proj_drop = c.drop, .v2 = v2_}));
+                                     .attn_drop = c.attn_drop, .proj_drop = c.drop, .v2 = v2_,
+                                     .roll_before_pad = c.convention == "timm_dynamic"}));
   drop_path = register_module("stochastic_depth", std::make_shared<nn::DropPath>(dp));
   norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(dim, 1e-5));
   const auto hidden = int64_t(double(dim) * c.mlp_ratio);
@@ -154,10 +156,17 @@ SwinTransformer::SwinTransformer(const SwinConfig& c, std::string name) : cfg_(c
   for (int64_t d : c.depths) total += d;
   for (size_t i = 0; i < c.depths.size(); ++i) {
     const int64_t dim = c.embed_dim << i;
+    // timm_dynamic: the stage's map at image_size fixes the shift (timm's _calc_window_shift).
+    const int64_t built = (c.image_size / c.patch_size) >> i;
+    const bool timm_dyn = c.convention == "timm_dynamic";
+    ATTN_CHECK(!timm_dyn || built >= c.window_size, "swin (convention timm_dynamic): stage ", i + 1, "'s ", built, " x ",
+               built, " map at image_size ", c.image_size, " is smaller than the ", c.window_size,
+               " window (timm would shrink the window); use a larger image_size");
     auto stage = std::make_shared<nn::ModuleList<SwinBlock>>();
     for (int64_t b = 0; b < c.depths[i]; ++b, ++id) {
       const double dp = total > 1 ? c.drop_path * double(id) / double(total - 1) : 0.0;
-      stage->push_back(std::make_shared<SwinBlock>(c, dim, c.heads[i], b % 2 ? c.window_size / 2 : 0, dp));
+      const bool shifted = b % 2 == 1 && !(timm_dyn && built <= c.window_size);
+      stage->push_back(std::make_shared<SwinBlock>(c, dim, c.heads[i], shifted ? c.window_size / 2 : 0, dp));
     }
     features->push_back(stage);
     stages_.push_back(stage);
@@ -190,6 +199,8 @@ Tensor SwinTransformer::embed(const Tensor& images) const {
                cfg_.image_size, " x ", cfg_.image_size, " does); resize the image, or use convention torchvision "
                "or hf, which pad");
   }
+  ATTN_CHECK(cfg_.convention != "timm_dynamic" || (H % P == 0 && W % P == 0), "swin (convention timm_dynamic): a ",
+             H, " x ", W, " image does not divide into ", P, " x ", P, " patches (timm's PatchEmbed refuses it)");
   if (cfg_.convention == "hf" && (H % P || W % P)) {   // transformers' SwinPatchEmbeddings.maybe_pad
     const int64_t ph = (P - H % P) % P, pw = (P - W % P) % P;
     if (ph) x = concat({x, Tensor::zeros({x.size(0), x.size(1), ph, W}, x.dtype())}, 2);

@@ -4,6 +4,9 @@
 // cross-entropy step (dropout and stochastic depth 0), each within 1e-4 * max(1, max |reference|).
 // Small custom configs (V1 and V2) on odd sizes per commit; swin_t at 224, 300 and 250 x 333 and
 // swin_v2_t at 256 ("Slow").
+// timm's (>= 0.9) and Hugging Face's layouts (the torchvision weights renamed by the golden script) and
+// each source's input-size rules (written in Python in the golden script), the multi-scale
+// forward_intermediates against torchvision's features, MACs per stage against hook counts.
 // Parameter totals of the registry variants against torchvision's.
 #include <gtest/gtest.h>
 
@@ -467,4 +470,37 @@ TEST(Swin, MacsPerStageMatchHookCounts) {
     EXPECT_EQ(parts.back().first, "head");
     EXPECT_EQ(total, m->macs_per_image()) << name;
   }
+}
+
+// timm built at 64 with strict_img_size=False on the four-stage weights: 64 x 64 (as torchvision), and
+// 62 x 90 (31 x 45 ... 4 x 6 maps: blocks roll before padding; the last stage unshifted because its map
+// at 64 is the window's size, where torchvision keeps the shift along the 6).
+TEST(Swin, TimmDynamicConventionMatchesItsReference) {
+  const Tensor file = test::torch_ref("swin.weights", {}, small4_args()).at("file");
+  const std::string path = tmp_path("timm_dyn.safetensors");
+  test::write_bytes(path, file.data<uint8_t>(), size_t(file.numel()));
+  json cfg = small4_model();
+  cfg["convention"] = "timm_dynamic";
+  auto m = load(path, "swin", cfg, true);
+  std::remove(path.c_str());
+  for (auto [h, w] : {std::pair<int64_t, int64_t>{64, 64}, {62, 90}}) {
+    manual_seed(uint64_t(h + w));
+    const Tensor x = Tensor::randn({2, 3, h, w});
+    NoGradGuard ng;
+    const Tensor got = m->forward(x).to(DType::f64);
+    const Tensor want = test::torch_ref("swin.timm_dynamic_logits", {{"x", x}}, small4_args()).at("logits");
+    const Tensor tv = test::torch_ref("swin.logits", {{"x", x}}, small4_args()).at("logits");
+    double d = 0, mx = 0, dtv = 0;
+    const auto a = got.to_vector<double>(), e = want.to_vector<double>(), t = tv.to_vector<double>();
+    for (size_t i = 0; i < a.size(); ++i)
+      d = std::max(d, std::abs(a[i] - e[i])), mx = std::max(mx, std::abs(e[i])), dtv = std::max(dtv, std::abs(t[i] - e[i]));
+    EXPECT_LE(d, 1e-4 * std::max(1.0, mx)) << h << "x" << w;
+    if (h != w) EXPECT_GT(dtv, 1e-5) << "the size should tell the rules apart";
+    std::printf("  timm_dynamic %lldx%lld: max |dlogit| %.3g (max |logit| %.3g); torchvision's rules differ by %.3g\n",
+                (long long)h, (long long)w, d, mx, dtv);
+  }
+  NoGradGuard ng;
+  EXPECT_EQ(test::error_of([&] { m->forward(Tensor::zeros({1, 3, 63, 64})); }),
+            "swin (convention timm_dynamic): a 63 x 64 image does not divide into 2 x 2 patches (timm's PatchEmbed "
+            "refuses it)");
 }

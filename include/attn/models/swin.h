@@ -50,7 +50,13 @@ struct SwinConfig {
   //                  the window is an error (transformers shrinks the window but keeps the window's
   //                  bias, which then fails to broadcast).
   //   "timm"         timm's strict mode: H and W multiples of P, each stage's map even (before a
-  //                  merging) and a multiple of the window or no larger than it; other sizes an error.
+  //                  merging) and a multiple of the window or no larger than it (as timm built at that
+  //                  size runs them); other sizes an error.
+  //   "timm_dynamic" timm built at image_size with strict_img_size=False (dynamic mask): H and W
+  //                  multiples of P; each block's shift fixed by its stage's map at image_size (none
+  //                  where that map is no larger than the window; a smaller one is an error, timm
+  //                  would shrink the window); blocks roll, then pad (ShiftedWindowAttentionOptions::
+  //                  roll_before_pad).
   std::string convention = "torchvision";
 };
 

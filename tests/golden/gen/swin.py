@@ -334,3 +334,64 @@ def stage_macs(inp, args):
         model(torch.zeros(1, 3, args["size"], args["size"]))
     n = len(model.features) // 2 + 1
     return {"macs": torch.tensor([counts["f%d" % k] for k in range(n)] + [counts["head"]], dtype=torch.int64)}
+
+
+def _timm_attn(m, x, shift):
+    """timm >= 1.0's SwinTransformerBlock._attn (roll, pad, dynamic mask for the padded size, window
+    attention, crop, roll back) on torchvision's V1 ShiftedWindowAttention m's parameters."""
+    b, h, w, c = x.shape
+    wh, ww = m.window_size
+    if shift:
+        x = torch.roll(x, shifts=(-shift, -shift), dims=(1, 2))
+    x = F.pad(x, (0, 0, 0, (wh - w % wh) % wh, 0, (wh - h % wh) % wh))
+    hp, wp = x.shape[1], x.shape[2]
+    n, nh = wh * ww, m.num_heads
+    win = x.view(b, hp // wh, wh, wp // ww, ww, c).permute(0, 1, 3, 2, 4, 5).reshape(-1, n, c)
+    qkv = F.linear(win, m.qkv.weight, m.qkv.bias).reshape(win.shape[0], n, 3, nh, c // nh).permute(2, 0, 3, 1, 4)
+    q, k, v = qkv.unbind(0)
+    attn = (q * (c // nh) ** -0.5) @ k.transpose(-2, -1)
+    bias = m.relative_position_bias_table[m.relative_position_index.view(-1)].view(n, n, -1).permute(2, 0, 1)
+    attn = attn + bias.unsqueeze(0)
+    if shift:
+        img = torch.zeros((1, hp, wp, 1))
+        cnt = 0
+        for hs in ((0, -wh), (-wh, -shift), (-shift, None)):
+            for ws in ((0, -ww), (-ww, -shift), (-shift, None)):
+                img[:, hs[0]:hs[1], ws[0]:ws[1], :] = cnt
+                cnt += 1
+        mw = img.view(1, hp // wh, wh, wp // ww, ww, 1).permute(0, 1, 3, 2, 4, 5).reshape(-1, n)
+        mask = mw.unsqueeze(1) - mw.unsqueeze(2)
+        mask = mask.masked_fill(mask != 0, -100.0).masked_fill(mask == 0, 0.0)
+        nw = mask.shape[0]
+        attn = attn.view(-1, nw, nh, n, n) + mask.unsqueeze(1).unsqueeze(0)
+        attn = attn.view(-1, nh, n, n)
+    out = (attn.softmax(-1) @ v).transpose(1, 2).reshape(-1, n, c)
+    out = F.linear(out, m.proj.weight, m.proj.bias)
+    out = out.view(b, hp // wh, wp // ww, wh, ww, c).permute(0, 1, 3, 2, 4, 5).reshape(b, hp, wp, c)[:, :h, :w]
+    if shift:
+        out = torch.roll(out, shifts=(shift, shift), dims=(1, 2))
+    return out
+
+
+def timm_dynamic_logits(inp, args):
+    """timm >= 1.0's SwinTransformer built at args["image_size"] with strict_img_size=False (dynamic
+    mask) on the seeded torchvision V1 model's weights: patch conv (H, W multiples of the patch),
+    blocks whose shift is fixed by their stage's map at image_size (0 where it is no larger than the
+    window), _timm_attn, PatchMerging padding odd sides; eval logits on "x"."""
+    model = _build(args)
+    model.eval()
+    x, p, w = inp["x"], args["patch"], args["window"]
+    assert x.shape[2] % p == 0 and x.shape[3] % p == 0
+    with torch.no_grad():
+        h = model.features[0](x)
+        for i in range(len(args["depths"])):
+            if i > 0:
+                h = model.features[2 * i](h)
+            built = (args["image_size"] // p) >> i
+            for j, blk in enumerate(model.features[2 * i + 1]):
+                shift = w // 2 if (j % 2 == 1 and built > w) else 0
+                h = h + _timm_attn(blk.attn, blk.norm1(h), shift)
+                h = h + blk.mlp(blk.norm2(h))
+        h = model.norm(h).permute(0, 3, 1, 2)
+        out = model.head(torch.flatten(model.avgpool(h), 1))
+    return {"logits": out.double()}

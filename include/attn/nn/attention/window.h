@@ -56,6 +56,9 @@ struct ShiftedWindowAttentionOptions {
   bool qkv_bias = true, proj_bias = true;
   double attn_drop = 0.0, proj_drop = 0.0;
   bool v2 = false;   // cosine attention + continuous position bias
+  // timm >= 1.0's order: roll the map, then pad it (mask for the padded size), crop, roll back; the
+  // shift is kept whatever the map's size (timm fixes it when the model is built).
+  bool roll_before_pad = false;
 };
 
 class ShiftedWindowAttention : public Module {
