@@ -260,11 +260,12 @@ double foreign_layout_diff(const std::string& layout, int64_t H, int64_t W, uint
   if (layout == "hf") test::write_bytes(dir + "/config.json", ref.at("config").data<uint8_t>(),
                                         size_t(ref.at("config").numel()));
   models::PretrainedSource s = models::PretrainedSource::foreign(path, "swin");
-  s.model_config = layout == "timm" ? timm_model : json{{"drop_path", 0.0}};
+  s.model_config = layout.starts_with("timm") ? timm_model : json{{"drop_path", 0.0}};
   models::Pretrained p = models::load_pretrained(s);
   std::filesystem::remove_all(dir);
-  EXPECT_EQ(p.source, layout);
-  EXPECT_EQ(p.model->config()["convention"], layout);
+  const std::string source = layout.starts_with("timm") ? "timm" : layout;
+  EXPECT_EQ(p.source, source);
+  EXPECT_EQ(p.model->config()["convention"], source);
   if (layout == "hf") {
     EXPECT_EQ(p.labels.size(), size_t(base["num_classes"].get<int64_t>()));
     if (!p.labels.empty()) EXPECT_EQ(p.labels[3], "class_3");
@@ -288,6 +289,9 @@ double foreign_layout_diff(const std::string& layout, int64_t H, int64_t W, uint
 
 // 64 x 64: maps 32, 16, 8, 4 (the last as large as the window).
 TEST(Swin, TimmLayoutMatchesTorchvision) { foreign_layout_diff("timm", 64, 64, 11); }
+
+// timm < 0.9's layout (the original release's): the merging at the end of each stage, buffers stored.
+TEST(Swin, OldTimmLayoutMatchesTorchvision) { foreign_layout_diff("timm_old", 64, 64, 15); }
 
 // 64 x 64, and 61 x 90: padded to 62 x 90, maps 31 x 45 ... 4 x 6 (unshifted under HF's rule).
 TEST(Swin, HfLayoutMatchesItsReference) {

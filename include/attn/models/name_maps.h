@@ -131,7 +131,9 @@ std::shared_ptr<SwinTransformer> load_foreign_swin(const io::SafetensorsReader& 
 // Swin V1 in timm's (>= 0.9) and Hugging Face's layouts (src/models/pretrained/swin_foreign.cpp):
 //   timm  patch_embed.{proj, norm}, layers.i.downsample (the merging at the START of stage i >= 1),
 //         layers.i.blocks.j.{norm1, attn.qkv, attn.proj, attn.relative_position_bias_table, norm2,
-//         mlp.fc1, mlp.fc2}, norm, head.fc; relative_position_index and attn_mask not stored.
+//         mlp.fc1, mlp.fc2}, norm, head.fc; relative_position_index and attn_mask not stored. Files of
+//         timm < 0.9 / the original Microsoft release (layers.i.downsample at the END of stage i,
+//         the index and masks stored) are recognised by layers.0.downsample and renumbered.
 //   hf    swin.embeddings.{patch_embeddings.projection, norm}, swin.encoder.layers.i.blocks.j.
 //         {layernorm_before, attention.self.{query, key, value (packed into attn.qkv),
 //         relative_position_bias_table, relative_position_index}, attention.output.dense,

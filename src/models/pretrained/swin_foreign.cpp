@@ -79,18 +79,30 @@ SwinSourceTensors swin_tensors_from(const io::SafetensorsReader& file, const Swi
   for (size_t i = 0; i < file.entries().size(); ++i) index.emplace(file.entries()[i].name, i);
   std::set<std::string> used;
   SwinSourceTensors out;
+  // timm < 0.9 and the original Microsoft checkpoints merge at the END of stage i (layers.0.downsample
+  // exists): renumbered as timm's checkpoint_filter_fn does.
+  bool merge_at_end = false;
+  if (f == WeightFormat::timm)
+    for (const auto& [k, i] : index) merge_at_end = merge_at_end || k.starts_with("layers.0.downsample.");
+  auto source_keys = [&](const std::string& ours) {
+    std::vector<std::string> keys = swin_source_keys(ours, f);
+    const TvKey t = split_tv(ours);
+    if (merge_at_end && t.feature > 0 && t.feature % 2 == 0)
+      keys = {"layers." + std::to_string(t.feature / 2 - 1) + ".downsample." + t.block + "." + t.rest};
+    return keys;
+  };
   const io::TensorList mine = m.state_dict();
   for (const auto& [ours, own] : mine) {
     // Buffers attn computes (relative_position_index; V2's relative_coords_table): its own. timm >= 0.9
     // does not store them; Hugging Face's (N, N) index is the same table.
     if (ends_with_any(ours, {"relative_position_index", "relative_coords_table"})) {
-      for (const std::string& k : swin_source_keys(ours, f)) used.insert(k);
+      for (const std::string& k : source_keys(ours)) used.insert(k);
       out.tensors.emplace_back(ours, own);
       continue;
     }
     std::vector<Tensor> parts;
     std::vector<std::string> missing;
-    for (const std::string& k : swin_source_keys(ours, f)) {
+    for (const std::string& k : source_keys(ours)) {
       auto it = index.find(k);
       if (it == index.end()) missing.push_back(k);
       else parts.push_back(file.read(it->second)), used.insert(k);
@@ -112,7 +124,7 @@ SwinSourceTensors swin_tensors_from(const io::SafetensorsReader& file, const Swi
       }
     }
     if (t.shape() != own.shape()) {
-      const std::vector<std::string> src = swin_source_keys(ours, f);
+      const std::vector<std::string> src = source_keys(ours);
       out.misshaped.push_back((src.size() == 1 ? src[0] : ours) + ": file " + shape_str(t.shape()) + ", model " +
                               shape_str(own.shape()));
       continue;

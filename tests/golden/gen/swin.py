@@ -158,7 +158,8 @@ def _foreign_names(key, layout, depth_of_stage):
     """A torchvision Swin key -> the same tensor's key(s) in timm's (>= 0.9) or Hugging Face's layout
     (written from their modules: timm swin_transformer.py, transformers modeling_swin.py)."""
     p = key.split(".")
-    timm = layout == "timm"
+    old_timm = layout == "timm_old"   # timm < 0.9 / Microsoft's release: merging at the end of stage i
+    timm = layout in ("timm", "timm_old")
     if p[0] == "features" and p[1] == "0":
         tail = {"0": "proj", "2": "norm"}[p[2]]
         base = "patch_embed." if timm else "swin.embeddings." + ("patch_embeddings." if tail == "proj" else "")
@@ -166,7 +167,7 @@ def _foreign_names(key, layout, depth_of_stage):
     if p[0] == "features":
         f = int(p[1])
         if f % 2 == 0:   # merging after stage f / 2 - 1
-            stage = f // 2 if timm else f // 2 - 1
+            stage = f // 2 if (timm and not old_timm) else f // 2 - 1
             return [("layers.%d.downsample." if timm else "swin.encoder.layers.%d.downsample.") % stage
                     + ".".join(p[2:])]
         stage, block, rest = (f - 1) // 2, p[2], ".".join(p[3:])
@@ -193,9 +194,10 @@ def _foreign_names(key, layout, depth_of_stage):
 
 def foreign_weights(inp, args):
     """The seeded torchvision model of `args` (V1) with its state dict renamed to args["layout"]
-    ("timm": timm >= 0.9, relative_position_index and attn_mask not stored; "hf": transformers'
-    SwinForImageClassification, q / k / v split, relative_position_index (N, N) stored): "file"; for hf
-    also its config.json ("config")."""
+    ("timm": timm >= 0.9, relative_position_index and attn_mask not stored; "timm_old": timm < 0.9,
+    merging at the end of stage i, relative_position_index (N, N) and a stand-in attn_mask stored; "hf":
+    transformers' SwinForImageClassification, q / k / v split, relative_position_index (N, N) stored):
+    "file"; for hf also its config.json ("config")."""
     import json
     model = _build(args)
     sd = model.state_dict()
@@ -205,11 +207,13 @@ def foreign_weights(inp, args):
         if k.endswith("relative_position_index"):
             if args["layout"] == "timm":
                 continue
-            n = int(round(v.numel() ** 0.5))
-            v = v.reshape(n, n)
+            side = int(round(v.numel() ** 0.5))
+            v = v.reshape(side, side)
         parts = v.chunk(3, 0) if len(names) == 3 else [v]
-        for n, t in zip(names, parts):
-            out[n] = t.contiguous().clone()
+        for name, t in zip(names, parts):
+            out[name] = t.contiguous().clone()
+        if args["layout"] == "timm_old" and k.endswith("relative_position_index") and ".1.attn." in k:
+            out[names[0].replace("attn.relative_position_index", "attn_mask")] = torch.zeros(4, side, side)
     res = {"file": _bytes(pth_to_safetensors.serialize(out))}
     if args["layout"] == "hf":
         c = {"model_type": "swin", "image_size": args.get("image_size", 224), "patch_size": args["patch"],
