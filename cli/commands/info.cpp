@@ -6,6 +6,7 @@
 #include "attn/attn.h"
 #include "attn/models/bert.h"
 #include "attn/models/registry.h"
+#include "attn/models/swin.h"
 #include "../commands.h"
 
 namespace attn::cli {
@@ -53,6 +54,10 @@ void add_info(CLI::App& app) {
     const int64_t macs = image->macs_per_image();
     std::printf("cost per image: %.4g GMACs = %.4g GFLOPs (FLOPs = 2 x multiply-accumulates)\n", double(macs) / 1e9,
                 2.0 * double(macs) / 1e9);
+    if (auto swin = std::dynamic_pointer_cast<models::SwinTransformer>(m))
+      for (const auto& [part, part_macs] : swin->macs_per_stage())
+        std::printf("  %-12s %.4g GMACs (%.1f%%)\n", part.c_str(), double(part_macs) / 1e9,
+                    100.0 * double(part_macs) / double(macs));
   });
 }
 

@@ -74,6 +74,7 @@ Preprocess preset_for(const std::string& model, WeightSource source, int64_t ima
   const int64_t s = image_size > 0 ? image_size : 224;
   const bool deit = model.starts_with("deit");
   const bool vit = model.starts_with("vit");
+  const bool swin = model.starts_with("swin");
   Preprocess p;
   p.crop_size = s;
   switch (source) {
@@ -101,7 +102,8 @@ Preprocess preset_for(const std::string& model, WeightSource source, int64_t ima
     case WeightSource::timm:
       // vision_transformer.py / deit.py _cfg: crop_pct 0.9, bicubic; ViT: Inception mean/std (0.5),
       // DeiT: ImageNet's. Other families: timm's resolve_data_config defaults (0.875, bilinear).
-      if (vit || deit) {
+      // swin_transformer.py _cfg: crop_pct 0.9, bicubic, ImageNet mean/std.
+      if (vit || deit || swin) {
         p.interpolation = Resample::bicubic;
         p.resize_size = resize_for_crop_pct(s, 0.9);
         if (vit) p.mean = kInceptionMean, p.std = kInceptionStd;
@@ -112,8 +114,12 @@ Preprocess preset_for(const std::string& model, WeightSource source, int64_t ima
     case WeightSource::hf:
       // transformers' ViTImageProcessor (size 224, BILINEAR, mean = std = 0.5, no crop) and
       // DeiTImageProcessor (size 256, BICUBIC, center crop 224, ImageNet mean/std).
+      // Swin (microsoft/swin-*): ViTFeatureExtractor, size 224 BICUBIC (resample 3), ImageNet mean/std.
       p.squash = true;
-      if (deit) {
+      if (swin) {
+        p.interpolation = Resample::bicubic;
+        p.resize_size = s;
+      } else if (deit) {
         p.interpolation = Resample::bicubic;
         p.resize_size = s * 256 / 224;
       } else {

@@ -1,6 +1,7 @@
 // Swin Transformer V1 / V2 (torchvision's layout); see include/attn/models/swin.h.
 #include "attn/models/swin.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "attn/autograd/grad_mode.h"
@@ -31,6 +32,7 @@ SwinConfig swin_config_from_json(const nlohmann::json& j) {
   c.attn_drop = r.get<double>("attn_drop", Range::probability);
   c.drop_path = r.get<double>("drop_path", Range::probability);
   c.version = r.get<int64_t>("version", Range::positive);
+  c.convention = r.get_or("convention", "torchvision");
   r.ignore("model");
   r.finish();
   return c;
@@ -40,7 +42,7 @@ nlohmann::json swin_config_to_json(const SwinConfig& c) {
   return {{"image_size", c.image_size}, {"patch_size", c.patch_size}, {"in_channels", c.in_channels},
           {"num_classes", c.num_classes}, {"embed_dim", c.embed_dim}, {"depths", c.depths}, {"heads", c.heads},
           {"window_size", c.window_size}, {"mlp_ratio", c.mlp_ratio}, {"drop", c.drop}, {"attn_drop", c.attn_drop},
-          {"drop_path", c.drop_path}, {"version", c.version}};
+          {"drop_path", c.drop_path}, {"version", c.version}, {"convention", c.convention}};
 }
 
 namespace {
@@ -65,6 +67,9 @@ void check_swin_config(const SwinConfig& c) {
                " needs a positive depth and a head count dividing its width ", dim, ", got depth ", c.depths[i],
                " and ", c.heads[i], " heads");
   }
+  ATTN_CHECK(c.convention == "torchvision" || c.convention == "hf" || c.convention == "timm" ||
+                 c.convention == "timm_dynamic",
+             "swin: expected convention torchvision, hf, timm or timm_dynamic, got '", c.convention, "'");
   ATTN_CHECK(c.window_size > 1 || c.version == 1, "swin: V2's position bias needs a window of at least 2, got ",
              c.window_size);
 }
@@ -74,12 +79,13 @@ void check_swin_config(const SwinConfig& c) {
 // ---- block ----
 
 SwinBlock::SwinBlock(const SwinConfig& c, int64_t dim, int64_t heads, int64_t shift, double dp)
-    : v2_(c.version == 2) {
+    : v2_(c.version == 2), hf_(c.convention == "hf") {
   norm1 = register_module("norm1", std::make_shared<nn::LayerNorm>(dim, 1e-5));
   attn = register_module("attn", std::make_shared<nn::ShiftedWindowAttention>(nn::ShiftedWindowAttentionOptions{
                                      .dim = dim, .num_heads = heads, .window_h = c.window_size,
                                      .window_w = c.window_size, .shift_h = shift, .shift_w = shift,
-                                     .attn_drop = c.attn_drop, .proj_drop = c.drop, .v2 = v2_}));
+                                     .attn_drop = c.attn_drop, .proj_drop = c.drop, .v2 = v2_,
+                                     .roll_before_pad = c.convention == "timm_dynamic"}));
   drop_path = register_module("stochastic_depth", std::make_shared<nn::DropPath>(dp));
   norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(dim, 1e-5));
   const auto hidden = int64_t(double(dim) * c.mlp_ratio);
@@ -92,11 +98,19 @@ SwinBlock::SwinBlock(const SwinConfig& c, int64_t dim, int64_t heads, int64_t sh
 }
 
 Tensor SwinBlock::forward(const Tensor& x) const {
+  bool shift = true;
+  if (hf_) {   // transformers' SwinLayer.set_shift_and_window_size
+    const int64_t side = std::min(x.size(1), x.size(2)), ws = attn->options().window_h;
+    ATTN_CHECK(side >= ws, "swin (convention hf): a ", x.size(1), " x ", x.size(2), " map is smaller than the ",
+               ws, " x ", ws, " window, which transformers' Swin cannot run either (its window shrinks to ", side,
+               " but its position bias stays ", ws * ws, " x ", ws * ws, "); use a larger image");
+    shift = side > ws;
+  }
   if (v2_) {
-    Tensor h = x + drop_path->forward(norm1->forward(attn->forward(x)));
+    Tensor h = x + drop_path->forward(norm1->forward(attn->forward(x, shift)));
     return h + drop_path->forward(norm2->forward(mlp->forward(h)));
   }
-  Tensor h = x + drop_path->forward(attn->forward(norm1->forward(x)));
+  Tensor h = x + drop_path->forward(attn->forward(norm1->forward(x), shift));
   return h + drop_path->forward(mlp->forward(norm2->forward(h)));
 }
 
@@ -142,10 +156,17 @@ SwinTransformer::SwinTransformer(const SwinConfig& c, std::string name) : cfg_(c
   for (int64_t d : c.depths) total += d;
   for (size_t i = 0; i < c.depths.size(); ++i) {
     const int64_t dim = c.embed_dim << i;
+    // timm_dynamic: the stage's map at image_size fixes the shift (timm's _calc_window_shift).
+    const int64_t built = (c.image_size / c.patch_size) >> i;
+    const bool timm_dyn = c.convention == "timm_dynamic";
+    ATTN_CHECK(!timm_dyn || built >= c.window_size, "swin (convention timm_dynamic): stage ", i + 1, "'s ", built, " x ",
+               built, " map at image_size ", c.image_size, " is smaller than the ", c.window_size,
+               " window (timm would shrink the window); use a larger image_size");
     auto stage = std::make_shared<nn::ModuleList<SwinBlock>>();
     for (int64_t b = 0; b < c.depths[i]; ++b, ++id) {
       const double dp = total > 1 ? c.drop_path * double(id) / double(total - 1) : 0.0;
-      stage->push_back(std::make_shared<SwinBlock>(c, dim, c.heads[i], b % 2 ? c.window_size / 2 : 0, dp));
+      const bool shifted = b % 2 == 1 && !(timm_dyn && built <= c.window_size);
+      stage->push_back(std::make_shared<SwinBlock>(c, dim, c.heads[i], shifted ? c.window_size / 2 : 0, dp));
     }
     features->push_back(stage);
     stages_.push_back(stage);
@@ -158,18 +179,54 @@ SwinTransformer::SwinTransformer(const SwinConfig& c, std::string name) : cfg_(c
   swin_init_linears(*this);
 }
 
-Tensor SwinTransformer::forward_features(const Tensor& images) const {
+Tensor SwinTransformer::embed(const Tensor& images) const {
   const int64_t P = cfg_.patch_size;
   ATTN_CHECK(images.dim() == 4 && images.size(1) == cfg_.in_channels, "swin: expected images (B, ",
              cfg_.in_channels, ", H, W), got shape ", images.shape());
-  ATTN_CHECK(images.size(2) >= P && images.size(3) >= P, "swin: expected images of at least one patch (", P, " x ",
-             P, " pixels), got ", images.size(2), " x ", images.size(3));
-  Tensor x = patch_norm_->forward(patch_conv_->forward(images).permute({0, 2, 3, 1}));
+  const int64_t H = images.size(2), W = images.size(3);
+  ATTN_CHECK(H >= P && W >= P, "swin: expected images of at least one patch (", P, " x ", P, " pixels), got ", H,
+             " x ", W);
+  Tensor x = images;
+  if (cfg_.convention == "timm") {
+    const int64_t ws = cfg_.window_size;
+    bool ok = H % P == 0 && W % P == 0;
+    for (int64_t h = H / P, w = W / P, i = 0; ok && i < int64_t(cfg_.depths.size()); ++i, h /= 2, w /= 2) {
+      ok = (h % ws == 0 || h <= ws) && (w % ws == 0 || w <= ws);
+      if (i + 1 < int64_t(cfg_.depths.size())) ok = ok && h % 2 == 0 && w % 2 == 0;
+    }
+    ATTN_CHECK(ok, "swin (convention timm, strict): a ", H, " x ", W, " image does not divide into ", P, " x ", P,
+               " patches whose maps halve evenly and tile by the ", ws, " x ", ws, " window at every stage (",
+               cfg_.image_size, " x ", cfg_.image_size, " does); resize the image, or use convention torchvision "
+               "or hf, which pad");
+  }
+  ATTN_CHECK(cfg_.convention != "timm_dynamic" || (H % P == 0 && W % P == 0), "swin (convention timm_dynamic): a ",
+             H, " x ", W, " image does not divide into ", P, " x ", P, " patches (timm's PatchEmbed refuses it)");
+  if (cfg_.convention == "hf" && (H % P || W % P)) {   // transformers' SwinPatchEmbeddings.maybe_pad
+    const int64_t ph = (P - H % P) % P, pw = (P - W % P) % P;
+    if (ph) x = concat({x, Tensor::zeros({x.size(0), x.size(1), ph, W}, x.dtype())}, 2);
+    if (pw) x = concat({x, Tensor::zeros({x.size(0), x.size(1), H + ph, pw}, x.dtype())}, 3);
+  }
+  return patch_norm_->forward(patch_conv_->forward(x).permute({0, 2, 3, 1}));
+}
+
+Tensor SwinTransformer::forward_features(const Tensor& images) const {
+  Tensor x = embed(images);
   for (size_t i = 0; i < stages_.size(); ++i) {
     for (const auto& b : *stages_[i]) x = b->forward(x);
     if (i < merges_.size()) x = merges_[i]->forward(x);
   }
   return norm_->forward(x);
+}
+
+std::vector<Tensor> SwinTransformer::forward_intermediates(const Tensor& images, bool nchw) const {
+  std::vector<Tensor> out;
+  Tensor x = embed(images);
+  for (size_t i = 0; i < stages_.size(); ++i) {
+    if (i > 0) x = merges_[i - 1]->forward(x);
+    for (const auto& b : *stages_[i]) x = b->forward(x);
+    out.push_back(nchw ? x.permute({0, 3, 1, 2}).contiguous() : x);
+  }
+  return out;
 }
 
 Tensor SwinTransformer::forward(const Tensor& images) {
@@ -182,19 +239,28 @@ nlohmann::json SwinTransformer::config() const {
   return j;
 }
 
-int64_t SwinTransformer::macs_per_image() const {
+std::vector<std::pair<std::string, int64_t>> SwinTransformer::macs_per_stage() const {
   const int64_t P = cfg_.patch_size;
   int64_t h = cfg_.image_size / P, w = h, C = cfg_.embed_dim;
-  int64_t macs = h * w * C * cfg_.in_channels * P * P;
+  std::vector<std::pair<std::string, int64_t>> out = {{"patch_embed", h * w * C * cfg_.in_channels * P * P}};
   for (size_t i = 0; i < stages_.size(); ++i) {
-    for (const auto& b : *stages_[i]) macs += b->macs(h, w);
-    if (i < merges_.size()) {
+    int64_t macs = 0;
+    if (i > 0) {
       h = (h + 1) / 2, w = (w + 1) / 2;
       macs += h * w * 4 * C * 2 * C;
       C *= 2;
     }
+    for (const auto& b : *stages_[i]) macs += b->macs(h, w);
+    out.emplace_back("stage" + std::to_string(i + 1), macs);
   }
-  return macs + C * cfg_.num_classes;
+  out.emplace_back("head", C * cfg_.num_classes);
+  return out;
+}
+
+int64_t SwinTransformer::macs_per_image() const {
+  int64_t macs = 0;
+  for (const auto& [name, m] : macs_per_stage()) macs += m;
+  return macs;
 }
 
 // ---- variants ----

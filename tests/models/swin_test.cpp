@@ -4,10 +4,15 @@
 // cross-entropy step (dropout and stochastic depth 0), each within 1e-4 * max(1, max |reference|).
 // Small custom configs (V1 and V2) on odd sizes per commit; swin_t at 224, 300 and 250 x 333 and
 // swin_v2_t at 256 ("Slow").
+// timm's (>= 0.9) and Hugging Face's layouts (the torchvision weights renamed by the golden script) and
+// each source's input-size rules (written in Python in the golden script), the multi-scale
+// forward_intermediates against torchvision's features, MACs per stage against hook counts.
 // Parameter totals of the registry variants against torchvision's.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
+
+#include <filesystem>
 
 #include <algorithm>
 #include <cmath>
@@ -199,8 +204,10 @@ TEST(Swin, LoadErrorsNameTheModel) {
   models::PretrainedSource s = models::PretrainedSource::foreign(path, "swin");
   s.format = "timm";
   s.model_config = small_model(false);
-  EXPECT_EQ(test::error_of([&] { models::load_pretrained(s); }),
-            "foreign weights: Swin weights are read in torchvision's layout only, got layout timm");
+  const std::string et = test::error_of([&] { models::load_pretrained(s); });
+  EXPECT_TRUE(et.starts_with("foreign weights: the weights '" + path + "' (layout: timm) do not match model 'swin' "
+                             "(Swin V1, embed_dim 16, depths [2,2], window 4, 10 classes): missing: "
+                             "patch_embed.proj.weight [16, 3, 2, 2]")) << et;
   s.format = "torchvision";
   EXPECT_EQ(test::error_of([&] { models::load_pretrained(s); }), test::kNoError);
   std::remove(path.c_str());
@@ -220,4 +227,284 @@ TEST(Swin, ParameterTotalsMatchTorchvision) {
                 (long long)m->num_parameters(), (long long)want[i], double(m->macs_per_image()) / 1e9,
                 (long long)m->config()["image_size"].get<int64_t>());
   }
+}
+
+// ---- timm (>= 0.9) and Hugging Face layouts ----
+
+namespace {
+
+// A four-stage V1 config (every merging and stage index of the layouts): patch 2, widths 8 ... 64,
+// window 4.
+json small4_args() {
+  return {{"seed", 6}, {"model", "custom"}, {"patch", 2}, {"embed", 8}, {"depths", {2, 2, 2, 2}},
+          {"heads", {1, 2, 2, 4}}, {"window", 4}, {"num_classes", 10}, {"v2", false}, {"image_size", 64}};
+}
+json small4_model() {
+  return {{"patch_size", 2}, {"embed_dim", 8}, {"depths", {2, 2, 2, 2}}, {"heads", {1, 2, 2, 4}}, {"window_size", 4},
+          {"num_classes", 10}, {"version", 1}, {"image_size", 64}};
+}
+
+// The four-stage model's weights renamed to `layout` by the golden script (HF: with its config.json
+// beside them), loaded with format auto (so in the source's input-size convention); eval logits
+// against the source's rules written in Python on the same weights: torchvision's model for timm
+// (sizes that tile), hf_convention_logits for HF.
+double foreign_layout_diff(const std::string& layout, int64_t H, int64_t W, uint64_t seed,
+                           const json& base = small4_args(), const json& timm_model = small4_model(), int64_t B = 2) {
+  json args = base;
+  args["layout"] = layout;
+  const auto ref = test::torch_ref("swin.foreign_weights", {}, args);
+  const std::string dir = tmp_path(layout);
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/model.safetensors";
+  test::write_bytes(path, ref.at("file").data<uint8_t>(), size_t(ref.at("file").numel()));
+  if (layout == "hf") test::write_bytes(dir + "/config.json", ref.at("config").data<uint8_t>(),
+                                        size_t(ref.at("config").numel()));
+  models::PretrainedSource s = models::PretrainedSource::foreign(path, "swin");
+  s.model_config = layout.starts_with("timm") ? timm_model : json{{"drop_path", 0.0}};
+  models::Pretrained p = models::load_pretrained(s);
+  std::filesystem::remove_all(dir);
+  const std::string source = layout.starts_with("timm") ? "timm" : layout;
+  EXPECT_EQ(p.source, source);
+  EXPECT_EQ(p.model->config()["convention"], source);
+  if (layout == "hf") {
+    EXPECT_EQ(p.labels.size(), size_t(base["num_classes"].get<int64_t>()));
+    if (!p.labels.empty()) EXPECT_EQ(p.labels[3], "class_3");
+  }
+  manual_seed(seed);
+  const Tensor x = Tensor::randn({B, 3, H, W});
+  NoGradGuard ng;
+  const auto a = p.model->forward(x).to_vector<double>();
+  const std::string fn = layout == "hf" ? "swin.hf_convention_logits" : "swin.logits";
+  const auto e = test::torch_ref(fn, {{"x", x}}, base).at("logits").to_vector<double>();
+  EXPECT_EQ(a.size(), e.size());
+  double diff = 0, mx = 0;
+  for (size_t i = 0; i < a.size() && i < e.size(); ++i) diff = std::max(diff, std::abs(a[i] - e[i])), mx = std::max(mx, std::abs(e[i]));
+  EXPECT_LE(diff, 1e-4 * std::max(1.0, mx)) << layout << " " << H << "x" << W;
+  std::printf("  %s layout %lldx%lld: max |dlogit| %.3g (max |logit| %.3g)\n", layout.c_str(), (long long)H,
+              (long long)W, diff, mx);
+  return diff;
+}
+
+}  // namespace
+
+// 64 x 64: maps 32, 16, 8, 4 (the last as large as the window).
+TEST(Swin, TimmLayoutMatchesTorchvision) { foreign_layout_diff("timm", 64, 64, 11); }
+
+// timm < 0.9's layout (the original release's): the merging at the end of each stage, buffers stored.
+TEST(Swin, OldTimmLayoutMatchesTorchvision) { foreign_layout_diff("timm_old", 64, 64, 15); }
+
+// 64 x 64, and 61 x 90: padded to 62 x 90, maps 31 x 45 ... 4 x 6 (unshifted under HF's rule).
+TEST(Swin, HfLayoutMatchesItsReference) {
+  foreign_layout_diff("hf", 64, 64, 12);
+  foreign_layout_diff("hf", 61, 90, 13);
+}
+
+// swin_t's shape in Hugging Face's layout at 250 x 333: padded to 252 x 336 (63 x 84 patches, where
+// torchvision floors to 62 x 83), then 32 x 42, 16 x 21, 8 x 11.
+TEST(Swin, HfSwinT250x333MatchesItsReferenceSlow) {
+  const json args = {{"seed", 7}, {"model", "custom"}, {"patch", 4}, {"embed", 96}, {"depths", {2, 2, 6, 2}},
+                     {"heads", {3, 6, 12, 24}}, {"window", 7}, {"num_classes", 1000}, {"v2", false}, {"image_size", 224}};
+  foreign_layout_diff("hf", 250, 333, 14, args, json::object(), 1);
+}
+
+// A key the layout lacks or does not know is named as the layout spells it.
+TEST(Swin, ForeignLayoutErrorsNameTheKey) {
+  json args = small_args(false);
+  args["layout"] = "timm";
+  const auto ref = test::torch_ref("swin.foreign_weights", {}, args);
+  const io::SafetensorsFile f = io::parse_safetensors(ref.at("file").data<uint8_t>(), size_t(ref.at("file").numel()),
+                                                      "<torch>");
+  io::TensorList sd;
+  for (const auto& [k, t] : f.tensors)
+    if (k != "layers.1.blocks.0.mlp.fc1.weight") sd.emplace_back(k == "norm.bias" ? "norm.beta" : k, t);
+  const std::string path = tmp_path("broken.safetensors");
+  io::save_safetensors(path, sd);
+  models::PretrainedSource s = models::PretrainedSource::foreign(path, "swin");
+  s.model_config = small_model(false);
+  const std::string e = test::error_of([&] { models::load_pretrained(s); });
+  std::remove(path.c_str());
+  EXPECT_EQ(e, "foreign weights: the weights '" + path + "' (layout: timm) do not match model 'swin' (Swin V1, "
+               "embed_dim 16, depths [2,2], window 4, 10 classes): missing: layers.1.blocks.0.mlp.fc1.weight [128, 32], "
+               "norm.bias [32]; unexpected: norm.beta");
+}
+
+// Each source's eval transform: timm's crop_pct 0.9 bicubic; transformers' ViTFeatureExtractor
+// (224 squashed, bicubic); both with ImageNet's mean and std.
+TEST(Swin, ForeignPreprocessPresets) {
+  const data::Preprocess t = data::preset_for("swin", data::WeightSource::timm, 224);
+  EXPECT_EQ(t.resize_size, 248);
+  EXPECT_EQ(t.crop_size, 224);
+  EXPECT_FALSE(t.squash);
+  EXPECT_EQ(t.interpolation, data::Resample::bicubic);
+  const data::Preprocess h = data::preset_for("swin", data::WeightSource::hf, 224);
+  EXPECT_EQ(h.resize_size, 224);
+  EXPECT_TRUE(h.squash);
+  EXPECT_EQ(h.interpolation, data::Resample::bicubic);
+  EXPECT_EQ(h.mean, data::Preprocess{}.mean);
+  EXPECT_EQ(t.mean, data::Preprocess{}.mean);
+}
+
+// timm weights of window 4 loaded into a window-5 model: each position-bias table resized bicubic
+// (timm's resize_rel_pos_bias_table), against torchvision's window-5 model given the same tables.
+TEST(Swin, BiasTablesResizedToAnotherWindow) {
+  json args = small_args(false);
+  args["layout"] = "timm";
+  const auto ref = test::torch_ref("swin.foreign_weights", {}, args);
+  const std::string path = tmp_path("w4.safetensors");
+  test::write_bytes(path, ref.at("file").data<uint8_t>(), size_t(ref.at("file").numel()));
+  models::PretrainedSource s = models::PretrainedSource::foreign(path, "swin");
+  json cfg = small_model(false);
+  cfg["window_size"] = 5;
+  s.model_config = cfg;
+  models::Pretrained p = models::load_pretrained(s);
+  std::remove(path.c_str());
+  manual_seed(21);
+  const Tensor x = Tensor::randn({2, 3, 20, 20});
+  json rargs = small_args(false);
+  rargs["new_window"] = 5;
+  NoGradGuard ng;
+  EXPECT_TENSOR_NEAR(p.model->forward(x).to(DType::f64),
+                     test::torch_ref("swin.resized_window_logits", {{"x", x}}, rargs).at("logits"), 1e-4, 0);
+}
+
+// ---- input sizes in each source's convention ----
+
+namespace {
+
+std::shared_ptr<models::ImageClassifier> small_with(const std::string& convention, uint64_t seed) {
+  const Tensor file = test::torch_ref("swin.weights", {}, small_args(false)).at("file");
+  const std::string path = tmp_path("conv_" + convention + std::to_string(seed) + ".safetensors");
+  test::write_bytes(path, file.data<uint8_t>(), size_t(file.numel()));
+  json cfg = small_model(false);
+  cfg["convention"] = convention;
+  auto m = load(path, "swin", cfg, true);
+  std::remove(path.c_str());
+  return m;
+}
+
+}  // namespace
+
+// transformers' rules: 17 x 30 pads to 18 x 30 (a 9 x 15 map, where torchvision floors to 8 x 15);
+// 16 x 30: the second stage's 4 x 8 map has min side = window, so no shift along either side (torchvision
+// keeps the shift along the 8); 16 x 16: the plain case.
+TEST(Swin, HfConventionMatchesItsReference) {
+  auto m = small_with("hf", 1);
+  for (auto [h, w] : {std::pair<int64_t, int64_t>{17, 30}, {16, 30}, {16, 16}}) {
+    manual_seed(uint64_t(h * 100 + w));
+    const Tensor x = Tensor::randn({2, 3, h, w});
+    NoGradGuard ng;
+    const Tensor got = m->forward(x).to(DType::f64);
+    const Tensor want = test::torch_ref("swin.hf_convention_logits", {{"x", x}}, small_args(false)).at("logits");
+    const Tensor tv = test::torch_ref("swin.logits", {{"x", x}}, small_args(false)).at("logits");
+    auto maxabs = [](const Tensor& t) {
+      double m = 0;
+      for (double v : t.to_vector<double>()) m = std::max(m, std::abs(v));
+      return m;
+    };
+    const double mx = maxabs(want), d = maxabs(got - want), dtv = maxabs(tv - want);
+    EXPECT_LE(d, 1e-4 * std::max(1.0, mx)) << h << "x" << w;
+    std::printf("  hf convention %lldx%lld: max |dlogit| %.3g (max |logit| %.3g); torchvision's rules differ by %.3g\n",
+                (long long)h, (long long)w, d, mx, dtv);
+    if (h * w != 256) EXPECT_GT(dtv, 1e-5) << "the size should tell the rules apart";
+  }
+  NoGradGuard ng;
+  EXPECT_EQ(test::error_of([&] { m->forward(Tensor::zeros({1, 3, 12, 30})); }),
+            "swin (convention hf): a 3 x 8 map is smaller than the 4 x 4 window, which transformers' Swin cannot run "
+            "either (its window shrinks to 3 but its position bias stays 16 x 16); use a larger image");
+}
+
+// timm's strict mode: 16 x 16 (8 x 8 then 4 x 4 maps) runs as torchvision; 18 x 16 (a 9-row map) does not.
+TEST(Swin, TimmConventionIsStrict) {
+  auto m = small_with("timm", 2);
+  manual_seed(3);
+  const Tensor x = Tensor::randn({2, 3, 16, 16});
+  NoGradGuard ng;
+  EXPECT_TENSOR_NEAR(m->forward(x).to(DType::f64), test::torch_ref("swin.logits", {{"x", x}}, small_args(false)).at("logits"),
+                     1e-4, 0);
+  EXPECT_EQ(test::error_of([&] { m->forward(Tensor::zeros({1, 3, 18, 16})); }),
+            "swin (convention timm, strict): a 18 x 16 image does not divide into 2 x 2 patches whose maps halve evenly "
+            "and tile by the 4 x 4 window at every stage (16 x 16 does); resize the image, or use convention torchvision "
+            "or hf, which pad");
+}
+
+// ---- multi-scale backbone ----
+
+// forward_intermediates against torchvision's features[1] and [3] (strides 2 and 4 here), NHWC and
+// NCHW, on an odd size (22 x 17: 11 x 8, then 6 x 4).
+TEST(Swin, ForwardIntermediatesMatchTorchvisionFeatures) {
+  auto base = small_with("torchvision", 3);
+  auto m = std::dynamic_pointer_cast<models::SwinTransformer>(base);
+  ASSERT_TRUE(m);
+  manual_seed(4);
+  const Tensor x = Tensor::randn({2, 3, 22, 17});
+  const auto ref = test::torch_ref("swin.stage_outputs", {{"x", x}}, small_args(false));
+  NoGradGuard ng;
+  const auto nhwc = m->forward_intermediates(x, /*nchw=*/false), nchw = m->forward_intermediates(x);
+  ASSERT_EQ(nhwc.size(), 2u);
+  ASSERT_EQ(nchw.size(), 2u);
+  EXPECT_EQ(nhwc[0].shape(), (Shape{2, 11, 8, 16}));
+  EXPECT_EQ(nchw[1].shape(), (Shape{2, 32, 6, 4}));
+  for (size_t i = 0; i < 2; ++i) {
+    const Tensor want = ref.at("stage_" + std::to_string(i));
+    EXPECT_TENSOR_NEAR(nhwc[i].to(DType::f64), want.to(DType::f64), 1e-5, 0) << i;
+    EXPECT_TENSOR_NEAR(nchw[i].to(DType::f64), want.permute({0, 3, 1, 2}).to(DType::f64), 1e-5, 0) << i;
+  }
+  // forward_features stays the final normalised map.
+  EXPECT_EQ(m->forward_features(x).shape(), (Shape{2, 6, 4, 32}));
+}
+
+// attn info's per-stage MACs against torchvision's swin_t counted by forward hooks at 224 (Conv2d /
+// Linear output x fan-in, window attention 2 N C per padded token), and against swin_v2_t at 256.
+TEST(Swin, MacsPerStageMatchHookCounts) {
+  for (auto [name, size] : {std::pair<std::string, int64_t>{"swin_t", 224}, {"swin_v2_t", 256}}) {
+    nn::init::SkipRandomInit skip(nn::init::SkipRandomInit::Fill::none);
+    auto m = std::dynamic_pointer_cast<models::SwinTransformer>(models::create_model(name));
+    ASSERT_TRUE(m);
+    const auto parts = m->macs_per_stage();
+    const auto want = test::torch_ref("swin.stage_macs", {}, {{"seed", 0}, {"model", name}, {"size", size}})
+                          .at("macs").to_vector<int64_t>();
+    ASSERT_EQ(parts.size(), want.size()) << name;
+    int64_t total = 0;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      EXPECT_EQ(parts[i].second, want[i]) << name << " " << parts[i].first;
+      total += parts[i].second;
+    }
+    EXPECT_EQ(parts.front().first, "patch_embed");
+    EXPECT_EQ(parts[1].first, "stage1");
+    EXPECT_EQ(parts.back().first, "head");
+    EXPECT_EQ(total, m->macs_per_image()) << name;
+  }
+}
+
+// timm built at 64 with strict_img_size=False on the four-stage weights: 64 x 64 (as torchvision), and
+// 62 x 90 (31 x 45 ... 4 x 6 maps: blocks roll before padding; the last stage unshifted because its map
+// at 64 is the window's size, where torchvision keeps the shift along the 6).
+TEST(Swin, TimmDynamicConventionMatchesItsReference) {
+  const Tensor file = test::torch_ref("swin.weights", {}, small4_args()).at("file");
+  const std::string path = tmp_path("timm_dyn.safetensors");
+  test::write_bytes(path, file.data<uint8_t>(), size_t(file.numel()));
+  json cfg = small4_model();
+  cfg["convention"] = "timm_dynamic";
+  auto m = load(path, "swin", cfg, true);
+  std::remove(path.c_str());
+  for (auto [h, w] : {std::pair<int64_t, int64_t>{64, 64}, {62, 90}}) {
+    manual_seed(uint64_t(h + w));
+    const Tensor x = Tensor::randn({2, 3, h, w});
+    NoGradGuard ng;
+    const Tensor got = m->forward(x).to(DType::f64);
+    const Tensor want = test::torch_ref("swin.timm_dynamic_logits", {{"x", x}}, small4_args()).at("logits");
+    const Tensor tv = test::torch_ref("swin.logits", {{"x", x}}, small4_args()).at("logits");
+    double d = 0, mx = 0, dtv = 0;
+    const auto a = got.to_vector<double>(), e = want.to_vector<double>(), t = tv.to_vector<double>();
+    for (size_t i = 0; i < a.size(); ++i)
+      d = std::max(d, std::abs(a[i] - e[i])), mx = std::max(mx, std::abs(e[i])), dtv = std::max(dtv, std::abs(t[i] - e[i]));
+    EXPECT_LE(d, 1e-4 * std::max(1.0, mx)) << h << "x" << w;
+    if (h != w) EXPECT_GT(dtv, 1e-5) << "the size should tell the rules apart";
+    std::printf("  timm_dynamic %lldx%lld: max |dlogit| %.3g (max |logit| %.3g); torchvision's rules differ by %.3g\n",
+                (long long)h, (long long)w, d, mx, dtv);
+  }
+  NoGradGuard ng;
+  EXPECT_EQ(test::error_of([&] { m->forward(Tensor::zeros({1, 3, 63, 64})); }),
+            "swin (convention timm_dynamic): a 63 x 64 image does not divide into 2 x 2 patches (timm's PatchEmbed "
+            "refuses it)");
 }

@@ -121,10 +121,40 @@ ForeignVit load_foreign_vit(const io::SafetensorsReader& file, const ForeignVitO
 struct ForeignSwinOptions {
   std::string model = "swin_t";
   nlohmann::json overrides = nlohmann::json::object();
-  WeightFormat format = WeightFormat::torchvision;
+  WeightFormat format = WeightFormat::torchvision;   // timm / hf: Swin V1 (see below)
+  nlohmann::json hf_config;                          // hf: config.json (null: none), before overrides
   int64_t image_size = 0;
   DType linear_dtype = DType::f32;
 };
 std::shared_ptr<SwinTransformer> load_foreign_swin(const io::SafetensorsReader& file, const ForeignSwinOptions& o);
+
+// Swin V1 in timm's (>= 0.9) and Hugging Face's layouts (src/models/pretrained/swin_foreign.cpp):
+//   timm  patch_embed.{proj, norm}, layers.i.downsample (the merging at the START of stage i >= 1),
+//         layers.i.blocks.j.{norm1, attn.qkv, attn.proj, attn.relative_position_bias_table, norm2,
+//         mlp.fc1, mlp.fc2}, norm, head.fc; relative_position_index and attn_mask not stored. Files of
+//         timm < 0.9 / the original Microsoft release (layers.i.downsample at the END of stage i,
+//         the index and masks stored) are recognised by layers.0.downsample and renumbered.
+//   hf    swin.embeddings.{patch_embeddings.projection, norm}, swin.encoder.layers.i.blocks.j.
+//         {layernorm_before, attention.self.{query, key, value (packed into attn.qkv),
+//         relative_position_bias_table, relative_position_index}, attention.output.dense,
+//         layernorm_after, intermediate.dense, output.dense}, swin.encoder.layers.i.downsample (the
+//         merging at the END of stage i), swin.layernorm, classifier.
+// swin_source_keys: attn's key -> the layout's key(s) (three for HF's q / k / v).
+std::vector<std::string> swin_source_keys(const std::string& ours, WeightFormat f);
+struct SwinSourceTensors {
+  io::TensorList tensors;                                  // attn's names, loadable by m
+  std::vector<std::string> missing, unexpected, misshaped;  // in the layout's names
+  int64_t tables_resized = 0;                               // bias tables of another window, resized
+};
+// The file's tensors for m: renamed, HF's q / k / v packed, relative_position_index (and attn_mask)
+// taken from m, position-bias tables of another window resized bicubic as timm's
+// resize_rel_pos_bias_table.
+SwinSourceTensors swin_tensors_from(const io::SafetensorsReader& file, const SwinTransformer& m, WeightFormat f);
+// A Hugging Face SwinConfig (config.json, model_type "swin") as the SwinConfig of attn's model:
+// image_size, patch_size, num_channels, embed_dim, depths, num_heads, window_size, mlp_ratio,
+// num_labels (or the size of id2label), drop_path_rate, hidden_dropout_prob,
+// attention_probs_dropout_prob; absolute position embeddings, a layer_norm_eps other than 1e-5, an
+// activation other than gelu or qkv_bias false are errors.
+SwinConfig swin_config_from_hf(const nlohmann::json& cfg);
 
 }  // namespace attn::models

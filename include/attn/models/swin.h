@@ -1,6 +1,8 @@
 // Swin Transformer V1 (Liu et al. 2021) and V2 (Liu et al. 2022) as torchvision 0.14's
 // SwinTransformer, with its parameter names, so torchvision's swin_t / swin_s / swin_b /
-// swin_v2_t / swin_v2_s / swin_v2_b state dicts load 1:1.
+// swin_v2_t / swin_v2_s / swin_v2_b state dicts load 1:1; timm's (>= 0.9) and Hugging Face's V1
+// weights load renamed (attn/models/name_maps.h), each run in its source's input-size convention
+// (SwinConfig::convention).
 //
 //   auto m = models::create_model("swin_t");          // 28,288,354 parameters, any H, W >= 4
 //   Tensor logits = m->forward(images);                // (B, 3, H, W) -> (B, 1000)
@@ -18,6 +20,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attn/models/registry.h"
@@ -39,6 +42,22 @@ struct SwinConfig {
   double mlp_ratio = 4.0;
   double drop = 0.0, attn_drop = 0.0, drop_path = 0.2;   // drop_path: the last block's rate
   int64_t version = 1;                                   // 1 | 2
+  // How inputs of any size run (optional in JSON; load_pretrained sets the weights' source):
+  //   "torchvision"  the patch conv floors H / P; each block pads its map to window multiples and
+  //                  drops the shift along a side the window covers whole; merging pads odd sides.
+  //   "hf"           transformers: the image padded (zeros, right / bottom) to multiples of P; a
+  //                  block whose map has min(H, W) <= window has no shift at all; a map smaller than
+  //                  the window is an error (transformers shrinks the window but keeps the window's
+  //                  bias, which then fails to broadcast).
+  //   "timm"         timm's strict mode: H and W multiples of P, each stage's map even (before a
+  //                  merging) and a multiple of the window or no larger than it (as timm built at that
+  //                  size runs them); other sizes an error.
+  //   "timm_dynamic" timm built at image_size with strict_img_size=False (dynamic mask): H and W
+  //                  multiples of P; each block's shift fixed by its stage's map at image_size (none
+  //                  where that map is no larger than the window; a smaller one is an error, timm
+  //                  would shrink the window); blocks roll, then pad (ShiftedWindowAttentionOptions::
+  //                  roll_before_pad).
+  std::string convention = "torchvision";
 };
 
 // Every key required, each checked (attn/core/json_config.h); "model" is allowed.
@@ -57,7 +76,7 @@ class SwinBlock : public nn::Module {
   std::shared_ptr<nn::Sequential> mlp;
 
  private:
-  bool v2_;
+  bool v2_, hf_;
 };
 
 class PatchMerging : public nn::Module {
@@ -76,14 +95,25 @@ class SwinTransformer : public ImageClassifier {
  public:
   explicit SwinTransformer(const SwinConfig& c, std::string name = "swin");
   Tensor forward(const Tensor& images) override;   // (B, C, H, W), H, W >= patch -> (B, classes)
-  // After the final norm: (B, H', W', C_last).
+  // After the final norm: (B, H', W', C_last) (as timm's forward_features).
   Tensor forward_features(const Tensor& images) const;
+  // The multi-scale backbone: each stage's output after its blocks (before the next merging), as
+  // torchvision's features[1], [3], [5], [7] and timm's forward_intermediates (norm=False):
+  // strides P, 2P, 4P, 8P; (B, C_i, H_i, W_i) when nchw, else (B, H_i, W_i, C_i).
+  //   auto maps = swin->forward_intermediates(images);          // swin_t, 224: 96x56x56 ... 768x7x7
+  //   Tensor c5 = maps.back();                                  // (B, 768, 7, 7), no final norm
+  std::vector<Tensor> forward_intermediates(const Tensor& images, bool nchw = true) const;
   nlohmann::json config() const override;
   // At image_size x image_size.
   int64_t macs_per_image() const override;
+  // macs_per_image split: "patch_embed", "stage1" ... (stage i >= 2 with the merging that starts it,
+  // as timm's layers.i.downsample), "head"; the parts sum to macs_per_image. (attn info prints them.)
+  std::vector<std::pair<std::string, int64_t>> macs_per_stage() const;
   const SwinConfig& cfg() const { return cfg_; }
 
  private:
+  // The images checked (and padded for "hf"), through the patch embedding: (B, H/P, W/P, C).
+  Tensor embed(const Tensor& images) const;
   SwinConfig cfg_;
   std::string model_name_;
   std::shared_ptr<nn::Conv2d> patch_conv_;

@@ -1,4 +1,4 @@
-// load_pretrained: an attn checkpoint or foreign ViT / DeiT weights -> model, preprocessing, class
+// load_pretrained: an attn checkpoint or foreign ViT / DeiT / Swin weights -> model, preprocessing, class
 // names; see attn/models/pretrained.h.
 #include "attn/models/pretrained.h"
 
@@ -153,10 +153,21 @@ Pretrained from_checkpoint(const PretrainedSource& s) {
   return p;
 }
 
+// The layout of Swin weights from their keys: Hugging Face's (swin.embeddings.*), timm's
+// (patch_embed.*) or torchvision's.
+WeightFormat detect_swin_format(const io::SafetensorsReader& f) {
+  for (const io::SafetensorsEntry& e : f.entries()) {
+    if (e.name.starts_with("swin.")) return WeightFormat::hf;
+    if (e.name.starts_with("patch_embed.")) return WeightFormat::timm;
+  }
+  return WeightFormat::torchvision;
+}
+
+// config.json beside the weights, as transformers keeps it ("" when there is none).
 std::string config_beside(const std::string& weights) {
   const size_t slash = weights.find_last_of('/');
   const std::string beside = (slash == std::string::npos ? std::string() : weights.substr(0, slash + 1)) + "config.json";
-  return std::ifstream(beside).good() ? beside : "";
+  return std::ifstream(beside).good() ? beside : std::string();
 }
 
 // Foreign BERT weights (transformers' layout) with their config.json.
@@ -186,17 +197,22 @@ Pretrained from_foreign_bert(const PretrainedSource& s) {
   return p;
 }
 
-// Swin weights (torchvision's layout only; see load_foreign_swin).
+// Swin weights (torchvision's, timm's or Hugging Face's layout; see load_foreign_swin).
 Pretrained from_foreign_swin(const PretrainedSource& s) {
-  ATTN_CHECK(s.hf_config.empty() && !s.pos_embed_antialias, "load_pretrained: model '", s.model,
-             "' is a Swin Transformer (torchvision weights): hf_config and pos_embed_antialias do not apply");
+  ATTN_CHECK(!s.pos_embed_antialias, "load_pretrained: model '", s.model,
+             "' is a Swin Transformer: pos_embed_antialias does not apply");
   const io::SafetensorsReader f(s.path);
   ForeignSwinOptions opt;
   opt.model = s.model;
   opt.overrides = s.model_config.is_null() ? nlohmann::json::object() : s.model_config;
   opt.image_size = s.image_size;
   opt.linear_dtype = s.linear_dtype;
-  opt.format = s.format == "auto" ? WeightFormat::torchvision : parse_weight_format(s.format);
+  opt.format = s.format == "auto" ? detect_swin_format(f) : parse_weight_format(s.format);
+  ATTN_CHECK(s.hf_config.empty() || opt.format == WeightFormat::hf, "load_pretrained: hf_config is for weights in "
+             "Hugging Face's layout, got layout ", weight_format_name(opt.format));
+  const std::string cfg_path =
+      opt.format != WeightFormat::hf ? std::string() : !s.hf_config.empty() ? s.hf_config : config_beside(s.path);
+  if (!cfg_path.empty()) opt.hf_config = read_json_file(cfg_path);
   Pretrained p;
   auto m = load_foreign_swin(f, opt);
   p.model = m;
@@ -207,7 +223,11 @@ Pretrained from_foreign_swin(const PretrainedSource& s) {
   p.preprocess = data::preset_for(s.model, data::parse_weight_source(p.source), m->cfg().image_size);
   p.preprocess.channels = m->cfg().in_channels;
   p.metadata = {{"source_format", p.source}, {"source", s.path}};
-  if (m->cfg().num_classes == 1000) p.labels = data::imagenet_class_names();
+  if (opt.hf_config.is_object() && opt.hf_config.contains("id2label")) {
+    p.metadata["id2label"] = opt.hf_config["id2label"];
+    p.labels = names_from_id2label(opt.hf_config["id2label"], m->cfg().num_classes);
+  }
+  if (p.labels.empty() && m->cfg().num_classes == 1000) p.labels = data::imagenet_class_names();
   return p;
 }
 
@@ -231,7 +251,6 @@ Pretrained from_foreign(const PretrainedSource& s) {
   const WeightFormat fmt = s.format == "auto" ? detect_weight_format(f) : parse_weight_format(s.format);
   opt.format = fmt;
   std::string cfg_path = s.hf_config;
-  // config.json beside the weights, as transformers keeps it
   if (cfg_path.empty() && fmt == WeightFormat::hf) cfg_path = config_beside(s.path);
   if (!cfg_path.empty()) opt.hf_config = read_json_file(cfg_path);
   ForeignVit r = load_foreign_vit(f, opt);

@@ -1,5 +1,6 @@
-// torchvision's SwinTransformer weights: its keys are attn's (include/attn/models/swin.h), so the load
-// is the model's own strict, streamed load_state_dict with a message naming the model.
+// Swin weights: torchvision's keys are attn's (include/attn/models/swin.h), so that load is the model's
+// own strict, streamed load_state_dict with a message naming the model; timm's and Hugging Face's are
+// renamed first (swin_foreign.cpp).
 #include "attn/core/error.h"
 #include "attn/models/name_maps.h"
 #include "attn/nn/init.h"
@@ -7,14 +8,27 @@
 
 namespace attn::models {
 
+namespace {
+
+[[noreturn]] void fail_mismatch(const std::string& path, const ForeignSwinOptions& o, const SwinTransformer& m,
+                                const std::string& why) {
+  const SwinConfig& c = m.cfg();
+  fail("foreign weights: the weights '", path, "' (layout: ", weight_format_name(o.format), ") do not match model '",
+       o.model, "' (Swin V", c.version, ", embed_dim ", c.embed_dim, ", depths ", nlohmann::json(c.depths).dump(),
+       ", window ", c.window_size, ", ", c.num_classes, " classes): ", why);
+}
+
+}  // namespace
+
 std::shared_ptr<SwinTransformer> load_foreign_swin(const io::SafetensorsReader& file, const ForeignSwinOptions& o) {
-  ATTN_CHECK(o.format == WeightFormat::torchvision, "foreign weights: Swin weights are read in torchvision's layout "
-             "only, got layout ", weight_format_name(o.format));
   ATTN_CHECK(o.overrides.is_object(), "foreign weights: expected the model overrides as a JSON object, got ",
              o.overrides.dump());
   ATTN_CHECK(o.linear_dtype == DType::f32 || o.linear_dtype == DType::bf16,
              "foreign weights: expected the Linear weights' dtype f32 or bf16, got ", dtype_name(o.linear_dtype));
-  nlohmann::json cfg = o.overrides;
+  nlohmann::json cfg = nlohmann::json::object();
+  if (o.hf_config.is_object()) cfg = swin_config_to_json(swin_config_from_hf(o.hf_config));
+  cfg["convention"] = weight_format_name(o.format);   // the source's input-size rules, unless overridden
+  for (const auto& [k, v] : o.overrides.items()) cfg[k] = v;
   if (o.image_size > 0) cfg["image_size"] = o.image_size;
   std::shared_ptr<ImageClassifier> base;
   {
@@ -23,7 +37,24 @@ std::shared_ptr<SwinTransformer> load_foreign_swin(const io::SafetensorsReader& 
   }
   auto m = std::dynamic_pointer_cast<SwinTransformer>(base);
   ATTN_CHECK(m, "foreign weights: model '", o.model, "' is not a Swin Transformer");
+  ATTN_CHECK(m->cfg().version == 1 || o.format == WeightFormat::torchvision, "foreign weights: Swin V2 weights are "
+             "read in torchvision's layout only, got layout ", weight_format_name(o.format));
   if (o.linear_dtype == DType::bf16) nn::make_linear_weights_bf16(*m);
+  if (o.format != WeightFormat::torchvision) {
+    SwinSourceTensors src = swin_tensors_from(file, *m, o.format);
+    std::string why;
+    auto list = [&why](const char* what, const std::vector<std::string>& keys) {
+      if (keys.empty()) return;
+      why += std::string(why.empty() ? "" : "; ") + what + ": ";
+      for (size_t i = 0; i < keys.size(); ++i) why += (i ? ", " : "") + keys[i];
+    };
+    list("missing", src.missing);
+    list("unexpected", src.unexpected);
+    list("mis-shaped", src.misshaped);
+    if (!why.empty()) fail_mismatch(file.path(), o, *m, why);
+    m->load_state_dict(std::move(src.tensors), {.strict = true});
+    return m;
+  }
   nn::Module::ShapeList shapes;
   for (const io::SafetensorsEntry& e : file.entries()) shapes.emplace_back(e.name, e.shape);
   std::string why = m->shape_mismatch(shapes, /*strict=*/true, 0);
@@ -35,11 +66,7 @@ std::shared_ptr<SwinTransformer> load_foreign_swin(const io::SafetensorsReader& 
         if (name == k && shape && *shape == t.shape()) ++matched;
     const bool other = 2 * matched < mine.size();
     if (other) why = m->shape_mismatch(shapes, true, 4);
-    const SwinConfig& c = m->cfg();
-    fail("foreign weights: the weights '", file.path(), "' (layout: torchvision) do not match model '", o.model,
-         "' (Swin V", c.version, ", embed_dim ", c.embed_dim, ", depths ", nlohmann::json(c.depths).dump(), ", window ",
-         c.window_size, ", ", c.num_classes,
-         " classes)", other ? ", which looks like another architecture" : "", ": ", why);
+    fail_mismatch(file.path(), o, *m, (other ? "which looks like another architecture: " : "") + why);
   }
   m->load_state_dict(file, {.strict = true});
   return m;

@@ -186,17 +186,20 @@ Tensor ShiftedWindowAttention::relative_position_bias() const {
   return opt_.v2 ? sigmoid(b) * 16.0 : b;
 }
 
-Tensor ShiftedWindowAttention::forward(const Tensor& x) const {
+Tensor ShiftedWindowAttention::forward(const Tensor& x, bool shift) const {
   ATTN_CHECK(x.dim() == 4 && x.size(3) == opt_.dim, "ShiftedWindowAttention: expected (B, H, W, ", opt_.dim,
              "), got shape ", x.shape());
   const int64_t B = x.size(0), H = x.size(1), W = x.size(2), wh = opt_.window_h, ww = opt_.window_w;
   const int64_t ph = (wh - H % wh) % wh, pw = (ww - W % ww) % ww, Hp = H + ph, Wp = W + pw;
+  const bool timm = opt_.roll_before_pad;
+  const int64_t sh = !shift || (!timm && wh >= Hp) ? 0 : opt_.shift_h;
+  const int64_t sw = !shift || (!timm && ww >= Wp) ? 0 : opt_.shift_w;
+  const bool shifted = sh + sw > 0;
   Tensor h = x;
+  if (timm && shifted) h = roll_hw(h, -sh, -sw);
   if (ph > 0) h = concat({h, Tensor::zeros({B, ph, W, opt_.dim}, x.dtype())}, 1);
   if (pw > 0) h = concat({h, Tensor::zeros({B, Hp, pw, opt_.dim}, x.dtype())}, 2);
-  const int64_t sh = wh >= Hp ? 0 : opt_.shift_h, sw = ww >= Wp ? 0 : opt_.shift_w;
-  const bool shifted = sh + sw > 0;
-  if (shifted) h = roll_hw(h, -sh, -sw);
+  if (!timm && shifted) h = roll_hw(h, -sh, -sw);
   const int64_t NH = opt_.num_heads, N = wh * ww, nW = (Hp / wh) * (Wp / ww);
   Tensor bias = relative_position_bias().unsqueeze(0);   // (1, NH, N, N)
   if (shifted) {
@@ -207,8 +210,9 @@ Tensor ShiftedWindowAttention::forward(const Tensor& x) const {
                               logit_scale_ ? *logit_scale_ : Tensor(), opt_.attn_drop, is_training());
   if (is_training() && opt_.proj_drop > 0) o = dropout(o, opt_.proj_drop, true);
   h = window_reverse(o, B, Hp, Wp, wh, ww);
-  if (shifted) h = roll_hw(h, sh, sw);
+  if (!timm && shifted) h = roll_hw(h, sh, sw);
   if (ph > 0 || pw > 0) h = h.slice(1, 0, H).slice(2, 0, W).contiguous();
+  if (timm && shifted) h = roll_hw(h, sh, sw);
   return h;
 }
 

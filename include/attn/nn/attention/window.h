@@ -56,12 +56,16 @@ struct ShiftedWindowAttentionOptions {
   bool qkv_bias = true, proj_bias = true;
   double attn_drop = 0.0, proj_drop = 0.0;
   bool v2 = false;   // cosine attention + continuous position bias
+  // timm >= 1.0's order: roll the map, then pad it (mask for the padded size), crop, roll back; the
+  // shift is kept whatever the map's size (timm fixes it when the model is built).
+  bool roll_before_pad = false;
 };
 
 class ShiftedWindowAttention : public Module {
  public:
   explicit ShiftedWindowAttention(const ShiftedWindowAttentionOptions& o, Generator& g = default_generator());
-  Tensor forward(const Tensor& x) const;   // (B, H, W, C) -> (B, H, W, C)
+  // (B, H, W, C) -> (B, H, W, C); shift false: no shift at all (Hugging Face's rule for small maps).
+  Tensor forward(const Tensor& x, bool shift = true) const;
   // (NH, N, N): the table gathered (V1), or 16 sigmoid of the MLP's (V2).
   Tensor relative_position_bias() const;
   const ShiftedWindowAttentionOptions& options() const { return opt_; }
