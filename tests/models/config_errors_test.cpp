@@ -212,7 +212,7 @@ TEST(ConfigErrors, CheckpointConfigAndMetadata) {
   };
   const std::string f = "checkpoint '" + path + "': ";
   EXPECT_EQ(load({{"config", good}}), test::kNoError);
-  EXPECT_EQ(load(json::object()), f + "key \"config.image_size\": missing (expected a positive integer)");
+  EXPECT_EQ(load(json::object()), f + "key \"config.model\": missing (expected a string)");
   EXPECT_EQ(load({{"config", "mlp"}}), f + "key \"config\": expected an object, found the string \"mlp\"");
   json no_model = good;
   no_model.erase("model");

@@ -12,6 +12,7 @@ Tensor swin_relative_position_index(int64_t wh, int64_t ww) {
              ")");
   const int64_t n = wh * ww;
   Tensor idx = Tensor::empty({n, n}, DType::i64);
+  if (idx.is_shapes_only()) return idx;   // a model built with shapes only (models::parameter_count)
   int64_t* p = idx.data<int64_t>();
   for (int64_t a = 0; a < n; ++a)
     for (int64_t b = 0; b < n; ++b) {
@@ -24,6 +25,7 @@ Tensor swin_relative_position_index(int64_t wh, int64_t ww) {
 Tensor relative_position_index_1d(int64_t max_len) {
   ATTN_CHECK(max_len > 0, "relative_position_index_1d: expected a positive max_len, got ", max_len);
   Tensor idx = Tensor::empty({max_len, max_len}, DType::i64);
+  if (idx.is_shapes_only()) return idx;
   int64_t* p = idx.data<int64_t>();
   for (int64_t i = 0; i < max_len; ++i)
     for (int64_t j = 0; j < max_len; ++j) p[i * max_len + j] = i - j + max_len - 1;

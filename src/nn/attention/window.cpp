@@ -140,6 +140,7 @@ const ShiftedWindowAttentionOptions& checked_window_options(const ShiftedWindowA
 // torchvision's relative_coords_table: (1, 2wh-1, 2ww-1, 2), log-spaced.
 Tensor swin_coords_table(int64_t wh, int64_t ww) {
   Tensor t = Tensor::empty({1, 2 * wh - 1, 2 * ww - 1, 2});
+  if (t.is_shapes_only()) return t;   // a model built with shapes only (models::parameter_count)
   float* p = t.data<float>();
   auto f = [](int64_t d, int64_t w) {
     float v = float(d);
