@@ -80,29 +80,23 @@ for line in "${benches[@]}"; do
   "$build/bench/$b" $args | tee "$log/$b.txt"
   tail -n 1 "$log/$b.txt" | grep '^{' >> "$out" || true
 done
-for dtype in f32 bf16; do
-  echo "== ViT / DeiT inference, $dtype (attn bench vs torchvision)"
-  rm -f "$log/vit_infer_$dtype/vit_infer.jsonl"
-  # bf16 stops (exit 0, nothing written) on a CPU without a bf16 matmul.
-  WORK="$log/vit_infer_$dtype" bash bench/vit_infer.sh "$build" --iters $infer_iters --dtype "$dtype"
-  if [[ -s "$log/vit_infer_$dtype/vit_infer.jsonl" ]]; then
-    flag=""
-    [[ $dtype = bf16 ]] && flag=" --dtype bf16"
-    command_record "bash bench/vit_infer.sh $build --iters $infer_iters$flag"
-    cat "$log/vit_infer_$dtype/vit_infer.jsonl" >> "$out"
-  fi
-done
-for dtype in f32 bf16; do
-  echo "== BERT inference, $dtype (attn bench vs PyTorch and ONNX Runtime)"
-  rm -f "$log/bert_infer_$dtype/bert_infer.jsonl"
-  WORK="$log/bert_infer_$dtype" bash bench/bert_infer.sh "$build" --iters $infer_iters --dtype "$dtype"
-  if [[ -s "$log/bert_infer_$dtype/bert_infer.jsonl" ]]; then
-    flag=""
-    [[ $dtype = bf16 ]] && flag=" --dtype bf16"
-    command_record "bash bench/bert_infer.sh $build --iters $infer_iters$flag"
-    cat "$log/bert_infer_$dtype/bert_infer.jsonl" >> "$out"
-  fi
-done
+infer_runs() {  # infer_runs NAME TITLE: bench/NAME.sh at f32 and bf16, its lines appended to the summary
+  local name=$1 title=$2 dtype flag
+  for dtype in f32 bf16; do
+    echo "== $title, $dtype"
+    rm -f "$log/${name}_$dtype/$name.jsonl"
+    # bf16 stops (exit 0, nothing written) on a CPU without a bf16 matmul.
+    WORK="$log/${name}_$dtype" bash "bench/$name.sh" "$build" --iters $infer_iters --dtype "$dtype"
+    if [[ -s "$log/${name}_$dtype/$name.jsonl" ]]; then
+      flag=""
+      [[ $dtype = bf16 ]] && flag=" --dtype bf16"
+      command_record "bash bench/$name.sh $build --iters $infer_iters$flag"
+      cat "$log/${name}_$dtype/$name.jsonl" >> "$out"
+    fi
+  done
+}
+infer_runs vit_infer "ViT / DeiT inference (attn bench vs torchvision)"
+infer_runs bert_infer "BERT inference (attn bench vs PyTorch and ONNX Runtime)"
 echo "== translation training (attn vs torch.nn.Transformer on the same batches)"
 command_record "bash bench/translate.sh $build custom ${translate_args[*]}"
 bash bench/translate.sh "$build" custom "${translate_args[@]}" --work "$log/translate"

@@ -62,10 +62,9 @@ def time_onnxruntime(model, inputs, output_names, threads=2, iters=20, warmup=3,
         export_onnx(model, inputs, output_names, onnx_path, dynamic_axes)
         spec = _write_tensors(tmp, inputs)
         out_dir = os.path.join(tmp, "outputs")
-        env = dict(os.environ)
         run = subprocess.run(["node", os.path.join(HERE, "ort", "run.mjs"), "--model", onnx_path, "--inputs", spec,
                               "--threads", str(threads), "--iters", str(iters), "--warmup", str(warmup),
-                              "--outputs", out_dir], check=True, capture_output=True, text=True, env=env)
+                              "--outputs", out_dir], check=True, capture_output=True, text=True)
         result = json.loads(run.stdout.strip().splitlines()[-1])
         got = _read_outputs(out_dir)
     with torch.no_grad():
