@@ -442,8 +442,10 @@ TEST(KillResume, TranslationTransformerEndsBitForBit) {
     const io::TensorList& want = which == io::CheckpointWeights::ema ? f.ema : f.model;
     // The file holds a tied tensor (the output projection's weight, tgt_embed's) once, under its first name.
     io::TensorList sd = t.model().state_dict();
-    for (const auto& [tied, first] : nn::tied_names(t.model()))
+    for (const auto& names : nn::tied_names(t.model())) {
+      const std::string& tied = names.first;
       std::erase_if(sd, [&](const auto& e) { return e.first == tied; });
+    }
     ASSERT_EQ(sd.size(), want.size());
     for (size_t i = 0; i < sd.size(); ++i)
       EXPECT_EQ(std::memcmp(sd[i].second.contiguous().raw_data(), want[i].second.contiguous().raw_data(),
