@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "attn/models/distilled.h"
 #include "attn/models/registry.h"
 #include "attn/nn/attention/window.h"
 #include "attn/nn/conv.h"
@@ -58,6 +59,10 @@ struct SwinConfig {
   //                  would shrink the window); blocks roll, then pad (ShiftedWindowAttentionOptions::
   //                  roll_before_pad).
   std::string convention = "torchvision";
+  // DeiT's distillation head (optional in JSON, default false): head_dist, a second Linear on the same
+  // pooled features as head (DeiT's head-only variant; Swin's windows leave no place for a
+  // distillation token). forward() combines the two as distilled_output() says (attn/models/distilled.h).
+  bool distilled = false;
 };
 
 // Every key required, each checked (attn/core/json_config.h); "model" is allowed.
@@ -91,10 +96,21 @@ class PatchMerging : public nn::Module {
   bool v2_;
 };
 
-class SwinTransformer : public ImageClassifier {
+class SwinTransformer : public ImageClassifier, public DistilledHeads {
  public:
   explicit SwinTransformer(const SwinConfig& c, std::string name = "swin");
   Tensor forward(const Tensor& images) override;   // (B, C, H, W), H, W >= patch -> (B, classes)
+  // The class head's and (distilled) the distillation head's logits; dist undefined otherwise.
+  std::pair<Tensor, Tensor> forward_heads(const Tensor& images) const override;
+  bool has_distillation_head() const override { return cfg_.distilled; }
+  DistilledOutput distilled_output() const override { return distilled_output_; }
+  void set_distilled_output(DistilledOutput how) { distilled_output_ = how; }
+  // The attention probabilities of block `block` of stage `stage` (0-based) for `images`, no grad:
+  // (B, nW, NH, N, N) per window of the block's (padded, shifted) map, with the shift the block ran
+  // (nn::ShiftedWindowAttention::last_attention). Runs the model up to that block.
+  nn::WindowAttentionProbs attention_of(const Tensor& images, int64_t stage, int64_t block) const;
+  int64_t num_stages() const { return int64_t(stages_.size()); }
+  const nn::ModuleList<SwinBlock>& stage(int64_t i) const { return *stages_.at(size_t(i)); }
   // After the final norm: (B, H', W', C_last) (as timm's forward_features).
   Tensor forward_features(const Tensor& images) const;
   // The multi-scale backbone: each stage's output after its blocks (before the next merging), as
@@ -115,13 +131,14 @@ class SwinTransformer : public ImageClassifier {
   // The images checked (and padded for "hf"), through the patch embedding: (B, H/P, W/P, C).
   Tensor embed(const Tensor& images) const;
   SwinConfig cfg_;
+  DistilledOutput distilled_output_ = DistilledOutput::mean_logits;
   std::string model_name_;
   std::shared_ptr<nn::Conv2d> patch_conv_;
   std::shared_ptr<nn::LayerNorm> patch_norm_;
   std::vector<std::shared_ptr<nn::ModuleList<SwinBlock>>> stages_;
   std::vector<std::shared_ptr<PatchMerging>> merges_;
   std::shared_ptr<nn::LayerNorm> norm_;
-  std::shared_ptr<nn::Linear> head_;
+  std::shared_ptr<nn::Linear> head_, head_dist_;
 };
 
 }  // namespace attn::models

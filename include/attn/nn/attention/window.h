@@ -45,9 +45,21 @@ Tensor swin_shift_mask(int64_t h, int64_t w, int64_t wh, int64_t ww, int64_t sh,
 
 // windows (B', N, C) -> (B', N, C); bias additive, broadcastable to (B', NH, N, N). logit_scale
 // (NH, 1, 1) defined: V2's cosine attention. Attention-weight dropout attn_drop when training.
+// probs non-null: also the attention probabilities (B', NH, N, N), before dropout (the unfused path).
 Tensor window_attention(const Tensor& windows, const Linear& qkv, const Linear& proj, const Tensor& bias,
                         int64_t num_heads, const Tensor& logit_scale = Tensor(), double attn_drop = 0.0,
-                        bool training = false, Generator* g = nullptr);
+                        bool training = false, Generator* g = nullptr, Tensor* probs = nullptr);
+
+// The attention probabilities of one ShiftedWindowAttention::forward (set_keep_attention): windows
+// of the map as the block saw it, padded at the end to window multiples and cyclically shifted by
+// -shift (torch.roll), in raster order; with roll_before_pad (timm) rolled first, then padded.
+struct WindowAttentionProbs {
+  Tensor probs;                      // (B, nW, NH, N, N), N = window_h window_w; rows sum to 1
+  int64_t height = 0, width = 0;     // the map before padding
+  int64_t window_h = 0, window_w = 0;
+  int64_t shift_h = 0, shift_w = 0;  // the shift the block ran (0: none)
+  bool roll_before_pad = false;
+};
 
 struct ShiftedWindowAttentionOptions {
   int64_t dim = 0, num_heads = 0;
@@ -71,6 +83,9 @@ class ShiftedWindowAttention : public Module {
   const ShiftedWindowAttentionOptions& options() const { return opt_; }
   // Multiply-accumulates for one (B = 1) padded hp x wp map.
   int64_t macs(int64_t hp, int64_t wp) const;
+  // On: each forward also keeps its attention probabilities (the unfused path; for drawing them).
+  void set_keep_attention(bool on) { keep_attention_ = on; }
+  const WindowAttentionProbs& last_attention() const { return last_attention_; }
 
   std::shared_ptr<Linear> qkv, proj;
   std::shared_ptr<Sequential> cpb_mlp;   // V2 only
@@ -81,6 +96,8 @@ class ShiftedWindowAttention : public Module {
   Tensor* logit_scale_ = nullptr;    // V2
   Tensor* coords_table_ = nullptr;   // V2: relative_coords_table
   Tensor* index_ = nullptr;          // relative_position_index
+  bool keep_attention_ = false;
+  mutable WindowAttentionProbs last_attention_;
 };
 
 }  // namespace attn::nn
