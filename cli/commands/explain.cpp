@@ -70,7 +70,7 @@ void add_explain(CLI::App& app) {
     viz::SwinExplainOptions swin;
   };
   auto o = std::make_shared<Opts>();
-  c->add_option("inputs", o->inputs, "CKPT IMAGE (an attn ViT/DeiT checkpoint and a PNG or JPEG file), or IMAGE "
+  c->add_option("inputs", o->inputs, "CKPT IMAGE (an attn ViT/DeiT/Swin checkpoint and a PNG or JPEG file), or IMAGE "
                 "with --weights; with --text: CKPT (an attn BERT checkpoint), or nothing with --weights");
   add_source_flags(c, o->source);
   c->add_option("--out", o->out, "the PNG to write")->capture_default_str();
@@ -92,13 +92,16 @@ void add_explain(CLI::App& app) {
       ->capture_default_str();
   add_vocab_flag(c, o->bert);
   c->add_option("--threads", o->threads);
-  c->callback([o] {
+  c->callback([c, o] {
     apply_threads(o->threads);
+    bool swin_flags = false;
+    for (const char* f : {"--stage", "--block", "--query-row", "--query-col"}) swin_flags |= c->count(f) > 0;
     if (!o->text.text.empty()) {
       const SourceFlags& f = o->source;
-      ATTN_CHECK(f.format == "auto" && f.image_size == 0 && !f.pos_embed_antialias && !f.preprocess_given() && !f.ema,
-                 "explain: --format, --image-size, --pos-embed-antialias, --ema and the preprocessing flags are for "
-                 "images, not --text");
+      ATTN_CHECK(f.format == "auto" && f.image_size == 0 && !f.pos_embed_antialias && !f.preprocess_given() && !f.ema &&
+                     !swin_flags,
+                 "explain: --format, --image-size, --pos-embed-antialias, --ema, the preprocessing flags and the Swin "
+                 "flags (--stage, --block, --query-row, --query-col) are for images, not --text");
       BertFlags b = o->bert;
       b.weights = f.weights, b.model = f.model, b.config = f.config, b.model_config = f.model_config;
       std::vector<std::string> args = o->inputs;
@@ -130,6 +133,8 @@ void add_explain(CLI::App& app) {
       logits = cl.model->forward(p.input).to_vector<double>();
     }
     const infer::ClassScore best = infer::top_classes(logits, 1, cl.labels).front();
+    ATTN_CHECK(swin || !swin_flags, "explain: --stage, --block, --query-row and --query-col are for a Swin "
+               "Transformer, got ", cl.model_name);
     if (swin) {
       viz::SwinExplainOptions so = o->swin;
       so.fusion = fusion, so.min_panel = o->size, so.alpha = o->alpha;

@@ -110,7 +110,6 @@ class SwinTransformer : public ImageClassifier, public DistilledHeads {
   // (nn::ShiftedWindowAttention::last_attention). Runs the model up to that block.
   nn::WindowAttentionProbs attention_of(const Tensor& images, int64_t stage, int64_t block) const;
   int64_t num_stages() const { return int64_t(stages_.size()); }
-  const nn::ModuleList<SwinBlock>& stage(int64_t i) const { return *stages_.at(size_t(i)); }
   // After the final norm: (B, H', W', C_last) (as timm's forward_features).
   Tensor forward_features(const Tensor& images) const;
   // The multi-scale backbone: each stage's output after its blocks (before the next merging), as
