@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "attn/autograd/grad_mode.h"
 #include "attn/core/json_config.h"
@@ -99,20 +100,24 @@ SwinBlock::SwinBlock(const SwinConfig& c, int64_t dim, int64_t heads, int64_t sh
   mlp->push_back(std::make_shared<nn::Dropout>(c.drop));
 }
 
-Tensor SwinBlock::forward(const Tensor& x) const {
-  bool shift = true;
-  if (hf_) {   // transformers' SwinLayer.set_shift_and_window_size
+std::pair<int64_t, int64_t> SwinBlock::effective_shift(int64_t h, int64_t w) const {
+  // transformers' SwinLayer.set_shift_and_window_size: no shift on a map the window covers.
+  return attn->effective_shift(h, w, !hf_ || std::min(h, w) > attn->options().window_h);
+}
+
+Tensor SwinBlock::forward(const Tensor& x, Tensor* weights) const {
+  const bool shift = !hf_ || std::min(x.size(1), x.size(2)) > attn->options().window_h;
+  if (hf_) {
     const int64_t side = std::min(x.size(1), x.size(2)), ws = attn->options().window_h;
     ATTN_CHECK(side >= ws, "swin (convention hf): a ", x.size(1), " x ", x.size(2), " map is smaller than the ",
                ws, " x ", ws, " window, which transformers' Swin cannot run either (its window shrinks to ", side,
                " but its position bias stays ", ws * ws, " x ", ws * ws, "); use a larger image");
-    shift = side > ws;
   }
   if (v2_) {
-    Tensor h = x + drop_path->forward(norm1->forward(attn->forward(x, shift)));
+    Tensor h = x + drop_path->forward(norm1->forward(attn->forward(x, shift, weights)));
     return h + drop_path->forward(norm2->forward(mlp->forward(h)));
   }
-  Tensor h = x + drop_path->forward(attn->forward(norm1->forward(x), shift));
+  Tensor h = x + drop_path->forward(attn->forward(norm1->forward(x), shift, weights));
   return h + drop_path->forward(mlp->forward(norm2->forward(h)));
 }
 
@@ -242,7 +247,7 @@ Tensor SwinTransformer::forward(const Tensor& images) {
   return dist.defined() ? combine_distilled_heads(cls, dist, distilled_output_) : cls;
 }
 
-nn::WindowAttentionProbs SwinTransformer::attention_of(const Tensor& images, int64_t stage, int64_t block) const {
+SwinBlockAttention SwinTransformer::attention_of(const Tensor& images, int64_t stage, int64_t block) const {
   ATTN_CHECK(stage >= 0 && stage < num_stages() && block >= 0 && block < int64_t(stages_[size_t(stage)]->size()),
              "swin: expected a stage in [0, ", num_stages(), ") and a block of it, got stage ", stage, " block ",
              block, " (depths ", nlohmann::json(cfg_.depths).dump(), ")");
@@ -254,16 +259,14 @@ nn::WindowAttentionProbs SwinTransformer::attention_of(const Tensor& images, int
     for (int64_t b = 0; b < (i == stage ? block : int64_t(blocks.size())); ++b) x = blocks[size_t(b)]->forward(x);
   }
   const SwinBlock& target = *(*stages_[size_t(stage)])[size_t(block)];
-  nn::ShiftedWindowAttention& a = *target.attn;
-  a.set_keep_attention(true);
-  try {
-    target.forward(x);
-  } catch (...) {
-    a.set_keep_attention(false);
-    throw;
-  }
-  a.set_keep_attention(false);
-  return a.last_attention();
+  SwinBlockAttention r;
+  target.forward(x, &r.probs);
+  r.height = x.size(1), r.width = x.size(2), r.window = cfg_.window_size;
+  std::tie(r.shift_h, r.shift_w) = target.effective_shift(r.height, r.width);
+  r.roll_before_pad = target.attn->options().roll_before_pad;
+  const int64_t N = r.window * r.window;
+  r.probs = r.probs.reshape({x.size(0), -1, r.probs.size(1), N, N});
+  return r;
 }
 
 nlohmann::json SwinTransformer::config() const {

@@ -39,8 +39,8 @@ std::vector<double> fuse_heads(const Tensor& probs, HeadFusion fusion) {
 
 // The token map position (row * W + col) of window w's token t, or -1 for a padding token: the
 // windows hold the map padded to Hp x Wp and rolled by -shift (roll_before_pad: rolled, then padded).
-int64_t source_of(const nn::WindowAttentionProbs& a, int64_t w, int64_t t) {
-  const int64_t H = a.height, W = a.width, wh = a.window_h, ww = a.window_w;
+int64_t source_of(const models::SwinBlockAttention& a, int64_t w, int64_t t) {
+  const int64_t H = a.height, W = a.width, wh = a.window, ww = a.window;
   const int64_t Hp = (H + wh - 1) / wh * wh, Wp = (W + ww - 1) / ww * ww, nww = Wp / ww;
   const int64_t r = (w / nww) * wh + t / ww, c = (w % nww) * ww + t % ww;
   int64_t pr = 0, pc = 0;
@@ -91,14 +91,14 @@ SwinExplanation explain_swin(const models::SwinTransformer& swin, const Prepared
   ATTN_CHECK(p.input.defined() && p.input.dim() == 4 && p.input.size(0) == 1,
              "explain: expected one prepared image (1, C, S, S), got shape ", p.input.defined() ? p.input.shape() : Shape{});
   ATTN_CHECK(o.min_panel > 0, "explain: expected min_panel > 0, got ", o.min_panel);
-  const nn::WindowAttentionProbs a = swin.attention_of(p.input, o.stage, o.block);
-  const int64_t H = a.height, W = a.width, N = a.window_h * a.window_w;
+  const models::SwinBlockAttention a = swin.attention_of(p.input, o.stage, o.block);
+  const int64_t H = a.height, W = a.width, N = a.window * a.window;
   SwinExplanation e;
   e.query_row = o.query_row < 0 ? H / 2 : o.query_row;
   e.query_col = o.query_col < 0 ? W / 2 : o.query_col;
   ATTN_CHECK(e.query_row < H && e.query_col < W, "explain: the query token (", e.query_row, ", ", e.query_col,
              ") is outside stage ", o.stage, "'s ", H, " x ", W, " token map");
-  e.window = a.window_h, e.shift_h = a.shift_h, e.shift_w = a.shift_w;
+  e.window = a.window, e.shift_h = a.shift_h, e.shift_w = a.shift_w;
   e.cell = swin.cfg().patch_size << o.stage;
   const std::vector<double> A = fuse_heads(a.probs.select(0, 0), o.fusion);   // (nW, N, N)
   const int64_t nW = a.probs.size(1), query = e.query_row * W + e.query_col;

@@ -290,25 +290,27 @@ TEST(SwinCli, ExplainDrawsOneBlocksShiftedWindows) {
   fs::remove_all(dir);
 }
 
-// The library side of the hook: keeping the attention changes no output, and the kept rows are
-// probabilities whose entries across the shift mask's regions vanish.
-TEST(SwinCli, KeptWindowAttentionLeavesTheBlockUnchanged) {
+// The library side: asking for the attention weights changes no output, and they are probabilities
+// whose entries across the shift mask's regions vanish.
+TEST(SwinCli, WindowAttentionWeightsLeaveTheOutputUnchanged) {
   manual_seed(4);
   nn::ShiftedWindowAttention a({.dim = 16, .num_heads = 2, .window_h = 7, .window_w = 7, .shift_h = 3, .shift_w = 3});
   const Tensor x = Tensor::randn({2, 14, 14, 16});
   NoGradGuard ng;
   const Tensor plain = a.forward(x);
-  a.set_keep_attention(true);
-  const Tensor kept = a.forward(x);
+  Tensor w;
+  const Tensor kept = a.forward(x, true, &w);
   EXPECT_TENSOR_NEAR(kept, plain, 1e-6, 1e-5);
-  const nn::WindowAttentionProbs& p = a.last_attention();
-  ASSERT_EQ(p.probs.shape(), Shape({2, 4, 2, 49, 49}));
-  EXPECT_EQ(p.shift_h, 3);
-  EXPECT_TENSOR_NEAR(sum(p.probs, {-1}), Tensor::ones({2, 4, 2, 49}), 1e-5, 1e-5);
+  ASSERT_EQ(w.shape(), Shape({8, 2, 49, 49}));
+  EXPECT_EQ(a.effective_shift(14, 14), std::make_pair(int64_t(3), int64_t(3)));
+  EXPECT_EQ(a.effective_shift(7, 14), std::make_pair(int64_t(0), int64_t(3)));   // the window covers the height
+  EXPECT_EQ(a.effective_shift(14, 14, false), std::make_pair(int64_t(0), int64_t(0)));
+  const Tensor probs = w.reshape({2, 4, 2, 49, 49});
+  EXPECT_TENSOR_NEAR(sum(probs, {-1}), Tensor::ones({2, 4, 2, 49}), 1e-5, 1e-5);
   // Window 0 of the rolled map holds map rows / columns 3..9: one region, nothing masked; window 3
   // (the wrapped corner) mixes four regions.
   const Tensor mask = nn::swin_shift_mask(14, 14, 7, 7, 3, 3);   // (4, 49, 49): 0 or -100
-  const auto pv = p.probs.contiguous().to_vector<float>();
+  const auto pv = probs.contiguous().to_vector<float>();
   const auto mv = mask.to_vector<float>();
   int64_t masked = 0;
   for (int64_t b = 0; b < 2; ++b)

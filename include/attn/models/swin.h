@@ -69,10 +69,25 @@ struct SwinConfig {
 SwinConfig swin_config_from_json(const nlohmann::json& j);
 nlohmann::json swin_config_to_json(const SwinConfig& c);
 
+// One block's attention probabilities with the geometry they were computed in (explain draws them).
+struct SwinBlockAttention {
+  Tensor probs;                      // (B, nW, NH, N, N), N = window^2: the windows of the map padded at
+                                     // the end to window multiples and rolled by -shift (roll_before_pad:
+                                     // rolled, then padded), raster order; rows sum to 1
+  int64_t height = 0, width = 0;     // the block's map before padding
+  int64_t window = 0;
+  int64_t shift_h = 0, shift_w = 0;  // the shift the block ran (0: none)
+  bool roll_before_pad = false;
+};
+
 class SwinBlock : public nn::Module {
  public:
   SwinBlock(const SwinConfig& c, int64_t dim, int64_t heads, int64_t shift, double drop_path);
-  Tensor forward(const Tensor& x) const;   // (B, H, W, C) -> (B, H, W, C)
+  // (B, H, W, C) -> (B, H, W, C); weights: also the attention probabilities (B nW, NH, N, N)
+  // (nn::ShiftedWindowAttention::forward).
+  Tensor forward(const Tensor& x, Tensor* weights = nullptr) const;
+  // The shift the block runs an h x w map with ((0, 0): none).
+  std::pair<int64_t, int64_t> effective_shift(int64_t h, int64_t w) const;
   int64_t macs(int64_t h, int64_t w) const;
 
   std::shared_ptr<nn::LayerNorm> norm1, norm2;
@@ -105,10 +120,9 @@ class SwinTransformer : public ImageClassifier, public DistilledHeads {
   bool has_distillation_head() const override { return cfg_.distilled; }
   DistilledOutput distilled_output() const override { return distilled_output_; }
   void set_distilled_output(DistilledOutput how) { distilled_output_ = how; }
-  // The attention probabilities of block `block` of stage `stage` (0-based) for `images`, no grad:
-  // (B, nW, NH, N, N) per window of the block's (padded, shifted) map, with the shift the block ran
-  // (nn::ShiftedWindowAttention::last_attention). Runs the model up to that block.
-  nn::WindowAttentionProbs attention_of(const Tensor& images, int64_t stage, int64_t block) const;
+  // The attention probabilities of block `block` of stage `stage` (0-based) for `images`, no grad,
+  // and their geometry. Runs the model up to that block.
+  SwinBlockAttention attention_of(const Tensor& images, int64_t stage, int64_t block) const;
   int64_t num_stages() const { return int64_t(stages_.size()); }
   // After the final norm: (B, H', W', C_last) (as timm's forward_features).
   Tensor forward_features(const Tensor& images) const;

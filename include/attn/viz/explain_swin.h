@@ -5,8 +5,7 @@
 //   viz::SwinExplanation e = viz::explain_swin(*sw, p, {.stage = 0, .block = 1});   // the first shifted block
 //   data::write_png("windows.png", e.panel);    // image | the query's attention | attention received
 //
-// The block's attention probabilities (nn::ShiftedWindowAttention::last_attention, heads fused
-// by `fusion`) are mapped back from the block's windows (padded, rolled by -shift) to the token map
+// The block's attention probabilities (SwinTransformer::attention_of, heads fused by `fusion`) are mapped back from the block's windows (padded, rolled by -shift) to the token map
 // H x W of its stage (the image in P 2^stage pixel cells):
 //   query:    the query token's row: nonzero only inside its window (for a shifted block, the part
 //             of the window in the query's region of the shift mask; elsewhere e^-100, zero in f32

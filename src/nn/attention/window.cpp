@@ -196,14 +196,20 @@ Tensor ShiftedWindowAttention::relative_position_bias() const {
   return opt_.v2 ? sigmoid(b) * 16.0 : b;
 }
 
-Tensor ShiftedWindowAttention::forward(const Tensor& x, bool shift) const {
+std::pair<int64_t, int64_t> ShiftedWindowAttention::effective_shift(int64_t h, int64_t w, bool shift) const {
+  const int64_t wh = opt_.window_h, ww = opt_.window_w;
+  const int64_t Hp = (h + wh - 1) / wh * wh, Wp = (w + ww - 1) / ww * ww;
+  const bool timm = opt_.roll_before_pad;
+  return {!shift || (!timm && wh >= Hp) ? 0 : opt_.shift_h, !shift || (!timm && ww >= Wp) ? 0 : opt_.shift_w};
+}
+
+Tensor ShiftedWindowAttention::forward(const Tensor& x, bool shift, Tensor* weights) const {
   ATTN_CHECK(x.dim() == 4 && x.size(3) == opt_.dim, "ShiftedWindowAttention: expected (B, H, W, ", opt_.dim,
              "), got shape ", x.shape());
   const int64_t B = x.size(0), H = x.size(1), W = x.size(2), wh = opt_.window_h, ww = opt_.window_w;
   const int64_t ph = (wh - H % wh) % wh, pw = (ww - W % ww) % ww, Hp = H + ph, Wp = W + pw;
   const bool timm = opt_.roll_before_pad;
-  const int64_t sh = !shift || (!timm && wh >= Hp) ? 0 : opt_.shift_h;
-  const int64_t sw = !shift || (!timm && ww >= Wp) ? 0 : opt_.shift_w;
+  const auto [sh, sw] = effective_shift(H, W, shift);
   const bool shifted = sh + sw > 0;
   Tensor h = x;
   if (timm && shifted) h = roll_hw(h, -sh, -sw);
@@ -216,12 +222,8 @@ Tensor ShiftedWindowAttention::forward(const Tensor& x, bool shift) const {
     const Tensor mask = swin_shift_mask(Hp, Wp, wh, ww, sh, sw).to(x.dtype()).unsqueeze(1);   // (nW, 1, N, N)
     bias = (bias + mask).expand({B, nW, NH, N, N}).reshape({B * nW, NH, N, N});
   }
-  Tensor probs;
   Tensor o = window_attention(window_partition(h, wh, ww), *qkv, *proj, bias, NH,
-                              logit_scale_ ? *logit_scale_ : Tensor(), opt_.attn_drop, is_training(), nullptr,
-                              keep_attention_ ? &probs : nullptr);
-  if (keep_attention_)
-    last_attention_ = {probs.reshape({B, nW, NH, N, N}), H, W, wh, ww, sh, sw, timm};
+                              logit_scale_ ? *logit_scale_ : Tensor(), opt_.attn_drop, is_training(), nullptr, weights);
   if (is_training() && opt_.proj_drop > 0) o = dropout(o, opt_.proj_drop, true);
   h = window_reverse(o, B, Hp, Wp, wh, ww);
   if (!timm && shifted) h = roll_hw(h, sh, sw);

@@ -25,6 +25,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 #include "attn/core/rng.h"
 #include "attn/nn/linear.h"
@@ -50,17 +51,6 @@ Tensor window_attention(const Tensor& windows, const Linear& qkv, const Linear& 
                         int64_t num_heads, const Tensor& logit_scale = Tensor(), double attn_drop = 0.0,
                         bool training = false, Generator* g = nullptr, Tensor* probs = nullptr);
 
-// The attention probabilities of one ShiftedWindowAttention::forward (set_keep_attention): windows
-// of the map as the block saw it, padded at the end to window multiples and cyclically shifted by
-// -shift (torch.roll), in raster order; with roll_before_pad (timm) rolled first, then padded.
-struct WindowAttentionProbs {
-  Tensor probs;                      // (B, nW, NH, N, N), N = window_h window_w; rows sum to 1
-  int64_t height = 0, width = 0;     // the map before padding
-  int64_t window_h = 0, window_w = 0;
-  int64_t shift_h = 0, shift_w = 0;  // the shift the block ran (0: none)
-  bool roll_before_pad = false;
-};
-
 struct ShiftedWindowAttentionOptions {
   int64_t dim = 0, num_heads = 0;
   int64_t window_h = 7, window_w = 7;
@@ -77,15 +67,17 @@ class ShiftedWindowAttention : public Module {
  public:
   explicit ShiftedWindowAttention(const ShiftedWindowAttentionOptions& o, Generator& g = default_generator());
   // (B, H, W, C) -> (B, H, W, C); shift false: no shift at all (Hugging Face's rule for small maps).
-  Tensor forward(const Tensor& x, bool shift = true) const;
+  // weights: also the attention probabilities, (B nW, NH, N, N) over the padded, shifted map's windows
+  // in raster order (before attention dropout).
+  Tensor forward(const Tensor& x, bool shift = true, Tensor* weights = nullptr) const;
+  // The shift forward(x, shift) runs an H x W map with: (0, 0) where it drops it (no shift asked for,
+  // or, rolling after padding, a window that covers the padded side whole).
+  std::pair<int64_t, int64_t> effective_shift(int64_t h, int64_t w, bool shift = true) const;
   // (NH, N, N): the table gathered (V1), or 16 sigmoid of the MLP's (V2).
   Tensor relative_position_bias() const;
   const ShiftedWindowAttentionOptions& options() const { return opt_; }
   // Multiply-accumulates for one (B = 1) padded hp x wp map.
   int64_t macs(int64_t hp, int64_t wp) const;
-  // On: each forward also keeps its attention probabilities (the unfused path; for drawing them).
-  void set_keep_attention(bool on) { keep_attention_ = on; }
-  const WindowAttentionProbs& last_attention() const { return last_attention_; }
 
   std::shared_ptr<Linear> qkv, proj;
   std::shared_ptr<Sequential> cpb_mlp;   // V2 only
@@ -96,8 +88,6 @@ class ShiftedWindowAttention : public Module {
   Tensor* logit_scale_ = nullptr;    // V2
   Tensor* coords_table_ = nullptr;   // V2: relative_coords_table
   Tensor* index_ = nullptr;          // relative_position_index
-  bool keep_attention_ = false;
-  mutable WindowAttentionProbs last_attention_;
 };
 
 }  // namespace attn::nn
