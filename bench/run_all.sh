@@ -50,6 +50,7 @@ if [[ $quick = 1 ]]; then
     "mlp_train_bench --threads 2"
     "encoder_block_bench --threads 2"
     "vit_train_bench --threads 2 --model vit_fmnist_small --steps 5 --infer-reps 3 --rounds 2"
+    "vit_train_bench --threads 2 --model swin_fmnist --steps 5 --infer-reps 0 --rounds 2"
     "transformer_decode_bench --threads 2 --reps 1"
     "rnn_bench --threads 2"
   )
@@ -65,6 +66,7 @@ else
     "encoder_block_bench --threads 2"
     "vit_train_bench --threads 2 --model vit_fmnist_small --steps 10 --infer-reps 5 --rounds 9"
     "vit_train_bench --threads 2 --model vit_fmnist --steps 8 --infer-reps 4 --rounds 5"
+    "vit_train_bench --threads 2 --model swin_fmnist --steps 8 --infer-reps 0 --rounds 5"
     "transformer_decode_bench --threads 2 --reps 3"
     "rnn_bench --threads 2"
   )

@@ -146,7 +146,8 @@ void add_train(CLI::App& app) {
   c->add_option("--teacher", ic.teacher, "DeiT distillation: the teacher's checkpoint (any attn classifier)")
       ->group(kImageGroup);
   c->add_option("--distill", ic.distill, "distillation: none | soft | hard (needs a distilled model, e.g. "
-                                          "deit_fmnist_distilled; none trains its class head only)")
+                                          "deit_fmnist_distilled or swin_fmnist_distilled; none trains its class "
+                                          "head only)")
       ->check(CLI::IsMember({"none", "soft", "hard"}))
       ->group(kImageGroup)
       ->capture_default_str();
