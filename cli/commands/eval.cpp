@@ -120,14 +120,14 @@ void eval_text(const std::string& ckpt, const nlohmann::json& meta, const std::s
   const infer::TextModel m = infer::load_text_model(ckpt);
   ConfigReader r = ConfigReader(meta, "checkpoint '" + ckpt + "'").object("text_task");
   const std::string data = r.get<std::string>("data");
+  const int64_t n = limit > 0 ? limit : 0;
   train::TextTaskData d = train::load_text_task_data(data, r.get<uint64_t>("seed"), m.pipeline.tokenizer,
-                                                     r.get<int64_t>("max_length", Range::positive));
+                                                     r.get<int64_t>("max_length", Range::positive), n, n);
   ATTN_CHECK(d.labels == m.labels, "eval: '", ckpt, "' predicts ", m.labels.size(), " labels (", m.labels.front(),
              ", ...), but ", data, " has ", d.labels.size(), " (", d.labels.front(), ", ...)");
   ATTN_CHECK(split == "train" || split == "val" || split == "test", "eval: expected --split train | val | test, got '",
              split, "'");
-  std::vector<data::EncodedText>& ex = split == "train" ? d.train : split == "val" ? d.validation : d.test;
-  if (limit > 0 && int64_t(ex.size()) > limit) ex.resize(size_t(limit));
+  const std::vector<data::EncodedText>& ex = split == "train" ? d.train : split == "val" ? d.validation : d.test;
   const train::TextEvalResult e = train::evaluate_text_model(*m.pipeline.model, ex, d.labels, m.tagger,
                                                              m.pipeline.tokenizer.pad_id(), batch);
   if (json) {

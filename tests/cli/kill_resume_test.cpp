@@ -464,7 +464,7 @@ TEST(KillResume, BertTaggerEndsBitForBit) {
                     {"--task", "tag", "--model", "bert-mini", "--model-config",
                      R"({"hidden_size":32,"num_hidden_layers":1,"num_attention_heads":2,"intermediate_size":64})",
                      "--data", "wordnet-supersense", "--max-steps", "30", "--eval-every", "10", "--batch", "8",
-                     "--max-length", "32", "--limit-eval", "40", "--seed", "5", "--ema-decay", "0.9"},
+                     "--max-length", "32", "--limit-eval", "40", "--limit-train", "400", "--seed", "5", "--ema-decay", "0.9"},
                     3, 1, 8};
   const int kills = kill_and_resume(sc, dir.path);
   EXPECT_GE(kills, sc.progress_kills - 1);

@@ -25,7 +25,7 @@ std::string train_tiny(const std::string& dir, const std::string& task, const st
   const std::string out = dir + "/" + task + "-" + data;
   const test::CliRun r = test::run_attn(dir, {"train", "--task", task, "--model", "bert-mini", "--model-config", kTiny,
                                               "--data", data, "--max-steps", "4", "--batch", "8", "--max-length", "32",
-                                              "--limit-eval", "40", "--threads", "1", "--out", out});
+                                              "--limit-eval", "40", "--limit-train", "400", "--threads", "1", "--out", out});
   EXPECT_EQ(r.code, 0) << r.err;
   return out;
 }

@@ -107,10 +107,14 @@ TEST(WordNetTasks, PairsHalfNegativesNeverOwnLemmas) {
       for (char& ch : lemma) ch = char(std::tolower(static_cast<unsigned char>(ch)));
       bool own = false;
       for (auto [it, end] = lemmas_of.equal_range(e.text); it != end; ++it) own |= it->second.count(lemma) > 0;
-      if (e.label == 1) EXPECT_TRUE(own) << e.text << " / " << e.text_b;
+      if (e.label == 1) {
+        EXPECT_TRUE(own) << e.text << " / " << e.text_b;
+      }
       // (A negative may match another synset with the same definition; none has this one's lemma
       // when the definition is unique.)
-      if (e.label == 0 && lemmas_of.count(e.text) == 1) EXPECT_FALSE(own) << e.text << " / " << e.text_b;
+      if (e.label == 0 && lemmas_of.count(e.text) == 1) {
+        EXPECT_FALSE(own) << e.text << " / " << e.text_b;
+      }
     }
     EXPECT_EQ(neg, int64_t(part->size()) / 2);
   }
@@ -156,7 +160,9 @@ TEST(WordNetTasks, SupersenseDataAndDroppedCount) {
     EXPECT_TRUE(std::any_of(s.tags.begin(), s.tags.end(), [](int64_t t) { return t != 0; }));
     // I- only continues a span of its type.
     for (size_t i = 0; i < s.tags.size(); ++i)
-      if (s.tags[i] > 0 && s.tags[i] % 2 == 0) ASSERT_TRUE(i > 0 && (s.tags[i - 1] == s.tags[i] || s.tags[i - 1] == s.tags[i] - 1));
+      if (s.tags[i] > 0 && s.tags[i] % 2 == 0) {
+        ASSERT_TRUE(i > 0 && (s.tags[i - 1] == s.tags[i] || s.tags[i - 1] == s.tags[i] - 1));
+      }
   }
   std::printf("  supersense: %lld sentences kept, %lld dropped\n", (long long)kept, (long long)d.dropped);
 }
@@ -164,11 +170,17 @@ TEST(WordNetTasks, SupersenseDataAndDroppedCount) {
 TEST(WordNetTasks, ErrorsNameExpectedAndFound) {
   EXPECT_NE(error_of([] { wordnet_task_data_kind("wordnet-glosses"); }).find("wordnet-lexname | wordnet-pairs | "
             "wordnet-supersense, got 'wordnet-glosses'"), std::string::npos);
-  // A database without synsets: an empty dataset.
-  const std::string dir = test::fresh_tmp_dir("attn_wordnet_tasks_test", "empty");
-  for (const char* f : {"data.noun", "data.verb", "data.adj", "data.adv", "noun.exc", "verb.exc", "adj.exc", "adv.exc"})
-    std::ofstream(dir + "/" + f) << "  1 licence\n";
-  const WordNet empty = WordNet::open(dir);
-  const std::string e = error_of([&] { wordnet_lexname_data(empty, 0); });
-  EXPECT_NE(e.find("expected WordNet's synsets (at least 10), found 0"), std::string::npos) << e;
+  // A database of four synsets: too few to split (an empty split).
+  const std::string dir = test::fresh_tmp_dir("attn_wordnet_tasks_test", "tiny");
+  const std::pair<const char*, const char*> files[] = {
+      {"data.noun", "00001740 03 n 01 entity 0 000 | that which exists\n"},
+      {"data.verb", "00001740 29 v 01 breathe 0 000 01 + 02 00 | draw air into the lungs\n"},
+      {"data.adj", "00001740 00 a 01 able 0 000 | having the power\n"},
+      {"data.adv", "00001740 02 r 01 well 0 000 | in a good manner\n"}};
+  for (const auto& [f, text] : files) std::ofstream(dir + "/" + f) << "  1 licence\n" << text;
+  for (const char* f : {"noun.exc", "verb.exc", "adj.exc", "adv.exc"}) std::ofstream(dir + "/" + f) << "";
+  const WordNet tiny = WordNet::open(dir);
+  ASSERT_EQ(tiny.synsets().size(), 4u);
+  const std::string e = error_of([&] { wordnet_lexname_data(tiny, 0); });
+  EXPECT_NE(e.find("expected WordNet's synsets (at least 10), found 4"), std::string::npos) << e;
 }

@@ -60,12 +60,12 @@ TEST(TextInputs, LabelsOnFirstPiecesAndPadding) {
   const std::string path = test::bert_vocab_path();
   ATTN_NEED_BERT_VOCAB(path);
   const text::BertTokenizer tok = text::BertTokenizer::from_files(path);
-  // "unaffable" is three pieces (un ##aff ##able).
+  // "unaffable" is three pieces (un ##ffa ##ble).
   const data::EncodedText e = data::encode_tagged(tok, {"the", "unaffable", "dog"}, {0, 7, 11}, 128);
   ASSERT_EQ(e.ids.size(), 7u);
   EXPECT_EQ(e.ids.front(), tok.cls_id());
   EXPECT_EQ(e.ids.back(), tok.sep_id());
-  EXPECT_EQ(tok.id_to_token(e.ids[3]), "##aff");
+  EXPECT_EQ(tok.id_to_token(e.ids[3]), "##ffa");
   EXPECT_EQ(e.labels, (std::vector<int64_t>{-100, 0, 7, -100, -100, 11, -100}));
   EXPECT_EQ(e.word_token, (std::vector<int64_t>{1, 2, 5}));
   // Truncated to 4 tokens: [CLS] the un [SEP]; "dog" has no piece left.

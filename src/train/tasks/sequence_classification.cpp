@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <numeric>
 
 #include "attn/autograd/grad_mode.h"
@@ -52,12 +54,30 @@ std::string text_label_list(const std::vector<std::string>& l) {
   return std::to_string(l.size()) + " labels (" + s + ")";
 }
 
+// The first n of v (n <= 0: all).
+template <class T>
+std::vector<T> first_n(const std::vector<T>& v, int64_t n) {
+  if (n <= 0 || n >= int64_t(v.size())) return v;
+  return std::vector<T>(v.begin(), v.begin() + n);
+}
+
+// WordNet, read once per process and directory (evaluations and tests load the data repeatedly).
+const data::WordNet& opened_wordnet() {
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<data::WordNet>> cache;
+  const std::string dir = data::default_wordnet_dir();
+  std::lock_guard<std::mutex> lock(mu);
+  auto& slot = cache[dir];
+  if (!slot) slot = std::make_unique<data::WordNet>(data::WordNet::open(dir));
+  return *slot;
+}
+
 }  // namespace
 
 TextTaskData load_text_task_data(const std::string& name, uint64_t seed, const text::BertTokenizer& tok,
-                                 int64_t max_length) {
+                                 int64_t max_length, int64_t limit_train, int64_t limit_eval) {
   const data::WordNetTask kind = data::wordnet_task_data_kind(name);
-  const data::WordNet wn = data::WordNet::open();
+  const data::WordNet& wn = opened_wordnet();
   TextTaskData d;
   d.name = name;
   if (kind == data::WordNetTask::supersense) {
@@ -66,18 +86,18 @@ TextTaskData load_text_task_data(const std::string& name, uint64_t seed, const t
     d.labels = t.labels;
     d.dropped = t.dropped;
     auto enc = [&](const data::TaggedSentence& s) { return data::encode_tagged(tok, s.words, s.tags, max_length); };
-    d.train = encode_all(t.train, enc);
-    d.validation = encode_all(t.validation, enc);
-    d.test = encode_all(t.test, enc);
+    d.train = encode_all(first_n(t.train, limit_train), enc);
+    d.validation = encode_all(first_n(t.validation, limit_eval), enc);
+    d.test = encode_all(first_n(t.test, limit_eval), enc);
     return d;
   }
   const data::TextClassificationData t =
       kind == data::WordNetTask::lexname ? data::wordnet_lexname_data(wn, seed) : data::wordnet_pairs_data(wn, seed);
   d.labels = t.labels;
   auto enc = [&](const data::TextExample& x) { return data::encode_text(tok, x.text, x.text_b, x.label, max_length); };
-  d.train = encode_all(t.train, enc);
-  d.validation = encode_all(t.validation, enc);
-  d.test = encode_all(t.test, enc);
+  d.train = encode_all(first_n(t.train, limit_train), enc);
+  d.validation = encode_all(first_n(t.validation, limit_eval), enc);
+  d.test = encode_all(first_n(t.test, limit_eval), enc);
   return d;
 }
 
@@ -109,7 +129,7 @@ TextEvalResult evaluate_text_model(models::BertPreTrainedModel& model, const std
   for (size_t at = 0; at < order.size(); at += size_t(batch)) {
     const std::vector<int64_t> idx(order.begin() + int64_t(at), order.begin() + int64_t(std::min(order.size(), at + size_t(batch))));
     const data::TextBatch b = data::make_text_batch(ex, idx, pad_id);
-    const Tensor logits = model.forward({b.input_ids, b.token_type_ids, b.attention_mask}, {.pack_tokens = false}).logits.contiguous();
+    const Tensor logits = model.forward({b.input_ids, b.token_type_ids, b.attention_mask}).logits.contiguous();
     const int64_t C = logits.size(-1);
     const float* p = logits.data<float>();
     const int64_t T = b.input_ids.size(1);
@@ -274,9 +294,7 @@ class BertTextTask : public Task {
   }
 
   nlohmann::json split_json(const std::vector<data::EncodedText>& ex, const std::string& prefix) {
-    std::vector<data::EncodedText> part = ex;
-    if (tc_.limit_eval > 0 && int64_t(part.size()) > tc_.limit_eval) part.resize(size_t(tc_.limit_eval));
-    const TextEvalResult r = evaluate_text_model(*model_, part, d_.labels, tagging_, pad_id_);
+    const TextEvalResult r = evaluate_text_model(*model_, ex, d_.labels, tagging_, pad_id_);
     model_->train();
     nlohmann::json j = {{prefix + "_loss", r.loss}, {prefix + "_accuracy", r.accuracy}, {prefix + "_macro_f1", r.macro_f1},
                         {prefix + "_examples", r.count}};
@@ -347,7 +365,8 @@ void BertTextTask::load_init(const nlohmann::json& overrides) {
   // The base model: every key of ours but the pooler (absent from masked-LM checkpoints) must be there.
   const io::TensorList sd = from->bert().state_dict();
   std::string missing;
-  for (const auto& [name, t] : model_->bert().state_dict()) {
+  for (const auto& entry : model_->bert().state_dict()) {
+    const std::string& name = entry.first;
     const bool found = std::any_of(sd.begin(), sd.end(), [&](const auto& kv) { return kv.first == name; });
     if (!found && !name.starts_with("pooler.")) missing += (missing.empty() ? "" : ", ") + name;
   }
@@ -408,8 +427,7 @@ void BertTextTask::setup(const nlohmann::json* resume) {
   const auto t0 = std::chrono::steady_clock::now();
   const text::BertTokenizer& tok = tokenizer();
   pad_id_ = tok.pad_id();
-  d_ = load_text_task_data(data_, seed_, tok, tc_.max_length);
-  if (cfg_.limit_train > 0 && int64_t(d_.train.size()) > cfg_.limit_train) d_.train.resize(size_t(cfg_.limit_train));
+  d_ = load_text_task_data(data_, seed_, tok, tc_.max_length, cfg_.limit_train, tc_.limit_eval);
   ATTN_CHECK(!d_.train.empty(), "train --task ", kind_, ": expected training examples in ", data_, ", found none");
   build_model(resume);
   const std::string out = cfg_.out.value_or(defaults().out);

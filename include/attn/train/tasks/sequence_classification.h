@@ -47,10 +47,11 @@ struct TextTaskData {
   std::vector<data::EncodedText> train, validation, test;
   int64_t dropped = 0;                // tagging: sentences without a labelled word (data/wordnet_tasks.h)
 };
-// The data of `name` (data/wordnet_tasks.h) encoded with `tok`; an unknown name is an attn::Error
-// naming the known ones.
+// The data of `name` (data/wordnet_tasks.h) encoded with `tok`: the first limit_train training and
+// the first limit_eval validation and test examples (0: all; only those are tokenized); an unknown
+// name is an attn::Error naming the known ones.
 TextTaskData load_text_task_data(const std::string& name, uint64_t seed, const text::BertTokenizer& tok,
-                                 int64_t max_length);
+                                 int64_t max_length, int64_t limit_train = 0, int64_t limit_eval = 0);
 
 // The training loss: cross-entropy of logits (B, C) against labels (B), or of logits (B, T, C)
 // against labels (B, T) with -100 ignored (data::kIgnoreLabel): the mean over the labelled tokens.
