@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
   model->train();
   optim::AdamW opt(optim::param_groups_weight_decay(*model, 0.01), {.lr = 2e-5, .weight_decay = 0.01});
   Generator g(1);
-  std::vector<int64_t> ids(size_t(B * T)), types(size_t(B * T)), labels(size_t(B));
+  std::vector<int64_t> ids(static_cast<size_t>(B * T)), types(static_cast<size_t>(B * T)), labels(static_cast<size_t>(B));
   for (int64_t i = 0; i < B * T; ++i) {
     ids[size_t(i)] = 1000 + g.randint(model->cfg().vocab_size - 1000);
     types[size_t(i)] = i % T >= T / 2 ? 1 : 0;

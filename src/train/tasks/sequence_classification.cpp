@@ -184,10 +184,10 @@ class BertTextTask : public Task {
 
   OptimDefaults defaults() const override {
     OptimDefaults d;
-    d.lr = 1e-4;
+    d.lr = cfg_.init.empty() ? 3e-4 : 1e-4;
     d.min_lr = 0.0;
     d.weight_decay = 0.01;
-    d.warmup_epochs = 0.1;
+    d.warmup_epochs = 0.02;
     d.epochs = 3;
     d.data = data_;
     d.out = "runs/" + kind_ + "-" + data_;

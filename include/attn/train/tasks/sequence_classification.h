@@ -19,8 +19,8 @@
 // on top, e.g. dropouts), its base model's weights (embeddings, encoder, pooler when it has one) are
 // loaded, the heads start fresh; a checkpoint of the same architecture with the same labels loads
 // whole (its classifier too), one with other labels is an attn::Error naming both label sets.
-// Training: AdamW (lr 1e-4, weight decay 0.01, not on norms and biases), linear warm-up over 0.1 epoch
-// then cosine decay to 0, 3 epochs, batches of cfg.text.batch examples in a seeded order per epoch,
+// Training: AdamW (lr 3e-4 from scratch, 1e-4 from --init; weight decay 0.01, not on norms and biases),
+// linear warm-up over 0.02 epoch (about 30 steps of wordnet-lexname) then cosine decay to 0, 3 epochs, batches of cfg.text.batch examples in a seeded order per epoch,
 // cross-entropy with --label-smoothing. Checkpoints keep the model config (id2label included), the
 // task ("task": "classify") and its data spec ("text_task": {data, seed, max_length}); the vocabulary
 // is copied beside them (OUT/vocab.txt), so `attn classify-text`, `attn tag` and `attn eval` need only
