@@ -42,13 +42,14 @@ void add_common_train_flags(CLI::App* c, TrainFlags& f) {
   c->add_option("--model", cfg.model, "model name (see `attn info --list`)")->capture_default_str();
   add_optional(c, "--task", cfg.task,
                "the task (default: the model's): classify (BERT sentence / sentence-pair classification) | tag "
-               "(BERT sequence labelling)");
+               "(BERT sequence labelling); their --model defaults to bert-mini");
   c->add_option("--model-config", f.model_json, "JSON object of config overrides, e.g. '{\"hidden\": [256]}'");
   add_optional(c, "--data", cfg.data,
                "image models: fashion-mnist (default), or a folder DIR: DIR/train/<class>/*.png|jpg and "
                "DIR/test/<class>/... (or val/; without both, validation is a fixed 10% of train/), images resized "
                "to the model's image_size, the class count taken from train/; translation models: bible-en-es "
-               "(default), synthetic:<task> or a TSV file");
+               "(default), synthetic:<task> or a TSV file; --task classify: wordnet-lexname (default) | "
+               "wordnet-pairs; --task tag: wordnet-supersense");
   add_optional(c, "--epochs", cfg.epochs, "epochs (default: image 5, translation 10)");
   c->add_option("--max-steps", cfg.max_steps, "stop after N optimizer steps");
   c->add_option("--max-minutes", cfg.max_minutes, "stop training after this wall time, then evaluate");
@@ -82,8 +83,9 @@ void add_image_train_flags(CLI::App* c, TrainFlags& f) {
   train::ImageTaskConfig& ic = f.cfg.image;
   const char* g = kImageGroup;
   c->add_option("--data-dir", ic.data_dir, "where the Fashion-MNIST files are")->group(g)->capture_default_str();
-  c->add_option("--batch", ic.batch)->group(g)->capture_default_str();
-  c->add_option("--limit-eval", ic.limit_eval, "evaluate on the first N images")->group(g);
+  c->add_option("--batch", ic.batch, "images per batch (BERT fine-tuning: examples, default 32)")->group(g)
+      ->capture_default_str();
+  c->add_option("--limit-eval", ic.limit_eval, "evaluate on the first N images (BERT fine-tuning: examples)")->group(g);
   c->add_flag("--augment,!--no-augment", ic.augment, "random crop (padding 2) + flip")->group(g);
   c->add_option("--rand-augment", ic.rand_augment, "RandAugment: number of ops per image (0: off; DeiT: 2)")
       ->group(g)->capture_default_str();
@@ -101,7 +103,8 @@ void add_translation_train_flags(CLI::App* c, TrainFlags& f) {
   train::TranslationTaskConfig& tc = f.cfg.translation;
   const char* g = kTranslationGroup;
   c->add_option("--max-tokens", tc.max_tokens, "tokens per batch (B x longest side)")->group(g)->capture_default_str();
-  c->add_option("--max-length", tc.max_length, "drop longer training pairs (tokens)")->group(g)->capture_default_str();
+  c->add_option("--max-length", tc.max_length, "drop longer training pairs (tokens; BERT fine-tuning: tokens per "
+                "sequence, longer ones cut, default 128)")->group(g)->capture_default_str();
   c->add_option("--vocab-size", tc.vocab_size, "SentencePiece vocabulary (joint)")->group(g)->capture_default_str();
   c->add_option("--tokenizer", tc.tokenizer, "auto | unigram | bpe | char")->group(g)->capture_default_str();
   c->add_option("--eval-sentences", tc.eval_sentences, "dev sentences decoded for the logged BLEU")->group(g)
@@ -206,6 +209,8 @@ void add_train(CLI::App& app) {
                  translation ? " (translation batches are sized with --max-tokens)" : "");
     }
     if (text) take_text_shared_flags(c, *f);
+    // BERT fine-tuning from scratch without --model: bert-mini (the default model is an image classifier).
+    if (text && c->count("--model") == 0 && f->cfg.init.empty()) f->cfg.model = "bert-mini";
     print_result(train::train(f->cfg));
   });
 }

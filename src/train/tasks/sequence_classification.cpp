@@ -432,8 +432,9 @@ void BertTextTask::setup(const nlohmann::json* resume) {
   build_model(resume);
   const std::string out = cfg_.out.value_or(defaults().out);
   fs::create_directories(out);
-  if (fs::absolute(vocab_path_) != fs::absolute(out + "/vocab.txt"))
-    fs::copy_file(vocab_path_, out + "/vocab.txt", fs::copy_options::overwrite_existing);
+  const std::string copy = out + "/vocab.txt";
+  if (!fs::exists(copy) || !fs::equivalent(vocab_path_, copy))
+    fs::copy_file(vocab_path_, copy, fs::copy_options::overwrite_existing);
   if (!cfg_.quiet)
     std::fprintf(stderr, "data: %s, %zu labels; %zu train / %zu validation / %zu test %s%s (%.1f s); model %s%s\n",
                  data_.c_str(), d_.labels.size(), d_.train.size(), d_.validation.size(), d_.test.size(),
