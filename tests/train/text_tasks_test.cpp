@@ -14,6 +14,8 @@
 #include "attn/train/trainer.h"
 #include "bert_vocab.h"
 #include "errors.h"
+#include "files.h"
+#include "torch_ref.h"
 #include "train_checks.h"
 
 using namespace attn;
@@ -131,6 +133,47 @@ TEST(TextTasks, PairsFromPretrainedEncoder) {
   const std::string e = error_of([&] { train::train(other); });
   EXPECT_NE(e.find("2 labels (no, yes)"), std::string::npos) << e;
   EXPECT_NE(e.find("wordnet-lexname has 45 labels (adj.all"), std::string::npos) << e;
+}
+
+// transformers' weights (model.safetensors and config.json of tests/golden/gen/bert.py's tree) as the
+// starting point of a tagger: the encoder as the file has it (q / k / v packed), the head new.
+TEST(TextTasks, TagFromTransformersWeights) {
+  ATTN_NEED_BERT_VOCAB(test::bert_vocab_path());
+  nlohmann::json config = kTiny;
+  config.update({{"vocab_size", 30522}, {"type_vocab_size", 2}, {"layer_norm_eps", 1e-12}, {"hidden_dropout_prob", 0.1},
+                 {"attention_probs_dropout_prob", 0.1}});
+  const std::vector<int64_t> ids = {101, 2000, 102};
+  const test::Tensors in = {{"input_ids", Tensor::from_vector(ids, {1, 3})},
+                            {"token_type_ids", Tensor::zeros({1, 3}, DType::i64)},
+                            {"attention_mask", Tensor::ones({1, 3}, DType::i64)}};
+  const auto ref = test::torch_ref("bert.model", in, {{"seed", 4}, {"architecture", "BertForPreTraining"},
+                                                      {"config", config}, {"layout", nlohmann::json::object()}});
+  const std::string dir = test::fresh_tmp_dir("attn_text_tasks_test", "hf");
+  auto write = [&](const char* key, const std::string& name) {
+    const Tensor& t = ref.at(key);
+    test::write_bytes(dir + "/" + name, std::string(reinterpret_cast<const char*>(t.data<uint8_t>()), size_t(t.numel())));
+  };
+  write("file", "model.safetensors");
+  write("config", "config.json");
+  train::TrainConfig cfg = tiny("sst_hf", "tag", "wordnet-supersense");
+  cfg.model_config = nlohmann::json::object();
+  cfg.init = dir + "/model.safetensors";
+  cfg.lr = 0.0;
+  cfg.max_steps = 1;
+  const train::TrainResult r = train::train(cfg);
+  ASSERT_TRUE(r.finished);
+  const io::SafetensorsFile hf = io::load_safetensors(cfg.init);
+  auto hf_tensor = [&](const std::string& key) {
+    for (const auto& [k, t] : hf.tensors)
+      if (k == key) return t;
+    ADD_FAILURE() << key;
+    return Tensor();
+  };
+  const Tensor qkv = tensor_of(r.checkpoint, "bert.encoder.layer.0.attention.self.qkv.weight");
+  EXPECT_EQ(max(abs(qkv.slice(0, 32, 64) - hf_tensor("bert.encoder.layer.0.attention.self.key.weight"))).item(), 0.0);
+  EXPECT_EQ(max(abs(tensor_of(r.checkpoint, "bert.embeddings.word_embeddings.weight") -
+                    hf_tensor("bert.embeddings.word_embeddings.weight"))).item(), 0.0);
+  EXPECT_EQ(io::read_checkpoint_metadata(r.checkpoint)["config"]["architecture"], "BertForTokenClassification");
 }
 
 TEST(TextTasks, ErrorsNameExpectedAndFound) {
