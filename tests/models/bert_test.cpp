@@ -222,7 +222,8 @@ TEST(Bert, TrainingSaysThereIsNoTask) {
   train::TrainConfig cfg;
   cfg.model = "bert-mini";
   EXPECT_EQ(test::error_of([&] { train::make_task(cfg); }),
-            "train: the model bert-mini is trained on the task 'masked-lm', which has no trainer task");
+            "train: the model bert-mini is trained on the task 'masked-lm', which has no trainer task (fine-tune it "
+            "with --task classify or --task tag)");
 }
 
 // ---------------------------------------------------------------- parity
