@@ -3,7 +3,9 @@
 // cross-entropy, AdamW (lr 2e-5, weight decay 0.01 off norms and biases), f32, train mode; attn
 // against PyTorch 1.13 running the Hugging Face-layout module tree of tests/golden/gen/bert.py
 // (bench/peers/bert_finetune.py) on the same shapes in the same run. --rounds N alternates attn and
-// PyTorch N times and reports the medians of the per-round ratios.
+// PyTorch N times and reports the medians of the per-round ratios. The peer runs under
+// OMP_WAIT_POLICY=PASSIVE; on a machine shared with other work run attn so too (spinning threads that
+// lose their core cost it several times over).
 //
 //   build/bench/bert_finetune_bench [--threads 2] [--steps 5] [--rounds 1] [--model bert-base-uncased]
 //                                   [--batch 8] [--seq-len 128] [--no-peer]
