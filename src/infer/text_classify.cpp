@@ -80,7 +80,7 @@ SpanScore span_f1(const std::vector<std::vector<std::string>>& gold, const std::
 TextModel load_text_model(const std::string& checkpoint) {
   BertSource src;
   src.checkpoint = checkpoint;
-  TextModel m{load_bert_pipeline(src)};
+  TextModel m{load_bert_pipeline(src), false, {}, 128};
   const models::BertConfig& c = m.pipeline.model->cfg();
   ATTN_CHECK(c.architecture == models::BertArchitecture::sequence_classification ||
                  c.architecture == models::BertArchitecture::token_classification,
