@@ -218,6 +218,12 @@ BENCHMARKS = [
     Bench("bert_infer_bf16", "speed", "BERT inference, bf16",
           "The same with attn's bf16 Linear weights against PyTorch's bf16 autocast; needs a CPU with a bf16 matmul.",
           {"batch 1, sequence 128, vs PyTorch": faster(1.5), "batch 8, sequence 128, vs PyTorch": faster(1.5)}),
+    Bench("bert_finetune", "speed", "BERT fine-tuning step",
+          "bert-base-uncased as BertForSequenceClassification (dropout 0.1), batch 8 × 128 random token ids, "
+          "cross-entropy, AdamW, f32, train mode (bench/bert_finetune_bench.cpp), against the Hugging Face-layout "
+          "module tree of tests/golden/gen/bert.py in PyTorch on the same shapes; median step time, with --rounds "
+          "the median of alternated rounds' ratios.",
+          {"bert-base-uncased, batch 8 × 128, training step": faster(1.3)}),
     Bench("vit_train", "speed", "Fashion-MNIST ViTs: training step and inference",
           "Training step at batch 128 (AdamW) and inference at batch 256, against the same model in PyTorch "
           "(its inference timed whole and in slices of 16 and 32, its best counted); with --rounds, the median "
@@ -479,6 +485,9 @@ def normalise(path, detail=False):
         elif b == "swin_train":
             rec("speed", "swin_train", f"{j['model']}, training step", "ms", j["attn_ms"], j["torch_ms"],
                 ratio=round(j["train_speedup"], 2))
+        elif b == "bert_finetune":
+            rec("speed", "bert_finetune", f"{j['model']}, batch {j['batch']} × {j['seq_len']}, training step", "ms",
+                j["attn_ms"], j["torch_ms"], ratio=round(j["speedup"], 2))
         elif b == "transformer_decode":
             rec("speed", "transformer_decode", "with a KV cache", "tok/s", j["attn_cached_tok_s"],
                 j["torch_cached_tok_s"])

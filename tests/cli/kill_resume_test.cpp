@@ -4,10 +4,10 @@
 // uninterrupted run's checkpoint bit for bit: every tensor (weights, AdamW state, EMA weights), the
 // train state (step, generator position, epoch sums, history) and log.jsonl / metrics.json, all but
 // their wall-clock fields. After every kill the checkpoint under its final name (if there is one
-// yet) is whole and loadable. Five runs: a tiny ViT with drop-path and augmentation; the same with
+// yet) is whole and loadable. Six runs: a tiny ViT with drop-path and augmentation; the same with
 // an EMA of the weights; a distilled DeiT with a teacher checkpoint (and an EMA); a tiny Swin with
 // DeiT's distillation head (shifted windows, drop-path, an EMA); a translation Transformer on a
-// synthetic task (with an EMA).
+// synthetic task (with an EMA); a tiny BERT tagger (BERT fine-tuning, with an EMA).
 //
 // Reproduce a failure: the test prints its seed and each kill's delay and the step it landed at;
 // ATTN_KILL_SEED=<seed> replays the same plan (start-up delays and target steps).
@@ -38,6 +38,7 @@
 #include "attn/io/checkpoint.h"
 #include "attn/io/safetensors.h"
 #include "attn_cli.h"
+#include "bert_vocab.h"
 #include "train_checks.h"
 
 #ifndef ATTN_CLI_PATH
@@ -474,4 +475,19 @@ TEST(KillResume, TranslationTransformerEndsBitForBit) {
                             size_t(sd[i].second.numel()) * sd[i].second.element_size()), 0)
           << sd[i].first;
   }
+}
+
+// A tiny BERT fine-tuned for sequence labelling (dropout on, an EMA): the data order is a function of
+// (seed, epoch), the dropout draws come from the resumed generator.
+TEST(KillResume, BertTaggerEndsBitForBit) {
+  ATTN_NEED_BERT_VOCAB(test::bert_vocab_path());
+  const RunDir dir("bert-tag");
+  const Scenario sc{"bert tagger",
+                    {"--task", "tag", "--model", "bert-mini", "--model-config",
+                     R"({"hidden_size":32,"num_hidden_layers":1,"num_attention_heads":2,"intermediate_size":64})",
+                     "--data", "wordnet-supersense", "--max-steps", "30", "--eval-every", "10", "--batch", "8",
+                     "--max-length", "32", "--limit-eval", "40", "--limit-train", "400", "--seed", "5", "--ema-decay", "0.9"},
+                    3, 1, 8};
+  const int kills = kill_and_resume(sc, dir.path);
+  EXPECT_GE(kills, sc.progress_kills - 1);
 }
