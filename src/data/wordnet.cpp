@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "attn/core/env.h"
 #include "attn/core/error.h"
 
 namespace attn::data {
@@ -161,10 +161,7 @@ const char* wordnet_lexname(int lexfile) {
   return kLexnames[size_t(lexfile)];
 }
 
-std::string default_wordnet_dir() {
-  const char* env = std::getenv("ATTN_WORDNET_DIR");
-  return env && *env ? env : "/usr/share/wordnet";
-}
+std::string default_wordnet_dir() { return env::wordnet_dir(); }
 
 WordNet WordNet::open(const std::string& dir) {
   if (!std::filesystem::is_directory(dir))
