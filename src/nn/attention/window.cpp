@@ -17,6 +17,7 @@
 #include "attn/ops/indexing.h"
 #include "attn/ops/matmul.h"
 #include "attn/ops/reduce.h"
+#include "attn/ops/window_attention.h"
 
 namespace attn::nn {
 
@@ -89,6 +90,22 @@ Tensor swin_shift_mask(int64_t h, int64_t w, int64_t wh, int64_t ww, int64_t sh,
   return m;
 }
 
+namespace {
+
+// V2's projection: the key's bias is held at zero (its gradient is zero).
+Tensor v2_qkv(const Tensor& windows, const Linear& qkv) {
+  Tensor b = qkv.bias;
+  if (b.defined()) {
+    const int64_t C = b.size(0) / 3;
+    Tensor keep = Tensor::ones({3, C}, b.dtype());
+    keep.select(0, 1).zero_();
+    b = b * keep.view({3 * C});
+  }
+  return linear(windows, qkv.weight, b);
+}
+
+}  // namespace
+
 Tensor window_attention(const Tensor& windows, const Linear& qkv, const Linear& proj, const Tensor& bias,
                         int64_t num_heads, const Tensor& logit_scale, double attn_drop, bool training,
                         Generator* g) {
@@ -104,14 +121,7 @@ Tensor window_attention(const Tensor& windows, const Linear& qkv, const Linear& 
     o.scale = 1.0 / std::sqrt(double(HS));
     out = scaled_dot_product_attention_packed(qkv.forward(windows), num_heads, bias, o);
   } else {
-    // V2: the key's bias is held at zero (its gradient is zero), cosine similarity times a per-head scale.
-    Tensor b = qkv.bias;
-    if (b.defined()) {
-      Tensor keep = Tensor::ones({3, C}, b.dtype());
-      keep.select(0, 1).zero_();
-      b = b * keep.view({3 * C});
-    }
-    Tensor h = linear(windows, qkv.weight, b).view({Bw, N, 3, num_heads, HS}).permute({2, 0, 3, 1, 4});
+    Tensor h = v2_qkv(windows, qkv).view({Bw, N, 3, num_heads, HS}).permute({2, 0, 3, 1, 4});
     // F.normalize: x / max(|x|, 1e-12), clamped before the root so that an all-zero row (a padded
     // token's key) has a zero gradient, as torch's norm gives it, not 0 * inf.
     auto normalize = [](const Tensor& x) { return x / sqrt(clamp(sum(x * x, {-1}, true), 1e-24, INFINITY)); };
@@ -187,7 +197,33 @@ Tensor ShiftedWindowAttention::relative_position_bias() const {
   return opt_.v2 ? sigmoid(b) * 16.0 : b;
 }
 
-Tensor ShiftedWindowAttention::forward(const Tensor& x, bool shift) const {
+// The windows' attention and projection, (B nW, N, C) -> (B nW, N, C), of a padded Hp x Wp map
+// shifted by (sh, sw). f32 without attention dropout: the fused op (bias and shift mask added in its
+// kernel, never expanded to the windows); otherwise window_attention with the expanded bias.
+Tensor ShiftedWindowAttention::attend(const Tensor& windows, int64_t Hp, int64_t Wp, int64_t sh, int64_t sw,
+                                      Tensor* weights) const {
+  const int64_t wh = opt_.window_h, ww = opt_.window_w, B = windows.size(0) / ((Hp / wh) * (Wp / ww));
+  const int64_t NH = opt_.num_heads, N = wh * ww, nW = (Hp / wh) * (Wp / ww);
+  const bool shifted = sh + sw > 0, dropout = is_training() && opt_.attn_drop > 0;
+  Tensor mask = shifted ? swin_shift_mask(Hp, Wp, wh, ww, sh, sw).to(windows.dtype()) : Tensor();   // (nW, N, N)
+  if (windows.dtype() == DType::f32 && !dropout) {
+    WindowAttentionOptions o;
+    if (logit_scale_) o.logit_scale = *logit_scale_;
+    o.need_weights = weights != nullptr;
+    WindowAttentionResult r = window_attention_packed(opt_.v2 ? v2_qkv(windows, *qkv) : qkv->forward(windows), NH,
+                                                      relative_position_bias(), mask, o);
+    if (weights) *weights = r.weights;
+    return proj->forward(r.out);
+  }
+  ATTN_CHECK(!weights, "ShiftedWindowAttention: the attention weights are given by the f32 path without "
+             "attention dropout only, got ", dtype_name(windows.dtype()), dropout ? " in training with attn_drop" : "");
+  Tensor bias = relative_position_bias().unsqueeze(0);   // (1, NH, N, N)
+  if (shifted) bias = (bias + mask.unsqueeze(1)).expand({B, nW, NH, N, N}).reshape({B * nW, NH, N, N});
+  return window_attention(windows, *qkv, *proj, bias, NH, logit_scale_ ? *logit_scale_ : Tensor(), opt_.attn_drop,
+                          is_training());
+}
+
+Tensor ShiftedWindowAttention::forward(const Tensor& x, bool shift, Tensor* weights) const {
   ATTN_CHECK(x.dim() == 4 && x.size(3) == opt_.dim, "ShiftedWindowAttention: expected (B, H, W, ", opt_.dim,
              "), got shape ", x.shape());
   const int64_t B = x.size(0), H = x.size(1), W = x.size(2), wh = opt_.window_h, ww = opt_.window_w;
@@ -201,14 +237,7 @@ Tensor ShiftedWindowAttention::forward(const Tensor& x, bool shift) const {
   if (ph > 0) h = concat({h, Tensor::zeros({B, ph, W, opt_.dim}, x.dtype())}, 1);
   if (pw > 0) h = concat({h, Tensor::zeros({B, Hp, pw, opt_.dim}, x.dtype())}, 2);
   if (!timm && shifted) h = roll_hw(h, -sh, -sw);
-  const int64_t NH = opt_.num_heads, N = wh * ww, nW = (Hp / wh) * (Wp / ww);
-  Tensor bias = relative_position_bias().unsqueeze(0);   // (1, NH, N, N)
-  if (shifted) {
-    const Tensor mask = swin_shift_mask(Hp, Wp, wh, ww, sh, sw).to(x.dtype()).unsqueeze(1);   // (nW, 1, N, N)
-    bias = (bias + mask).expand({B, nW, NH, N, N}).reshape({B * nW, NH, N, N});
-  }
-  Tensor o = window_attention(window_partition(h, wh, ww), *qkv, *proj, bias, NH,
-                              logit_scale_ ? *logit_scale_ : Tensor(), opt_.attn_drop, is_training());
+  Tensor o = attend(window_partition(h, wh, ww), Hp, Wp, sh, sw, weights);
   if (is_training() && opt_.proj_drop > 0) o = dropout(o, opt_.proj_drop, true);
   h = window_reverse(o, B, Hp, Wp, wh, ww);
   if (!timm && shifted) h = roll_hw(h, sh, sw);

@@ -65,7 +65,9 @@ class ShiftedWindowAttention : public Module {
  public:
   explicit ShiftedWindowAttention(const ShiftedWindowAttentionOptions& o, Generator& g = default_generator());
   // (B, H, W, C) -> (B, H, W, C); shift false: no shift at all (Hugging Face's rule for small maps).
-  Tensor forward(const Tensor& x, bool shift = true) const;
+  // weights: also the attention probabilities, (B nW, NH, N, N) over the padded, shifted map's windows
+  // in raster order (f32 and no attention dropout only).
+  Tensor forward(const Tensor& x, bool shift = true, Tensor* weights = nullptr) const;
   // (NH, N, N): the table gathered (V1), or 16 sigmoid of the MLP's (V2).
   Tensor relative_position_bias() const;
   const ShiftedWindowAttentionOptions& options() const { return opt_; }
@@ -76,6 +78,8 @@ class ShiftedWindowAttention : public Module {
   std::shared_ptr<Sequential> cpb_mlp;   // V2 only
 
  private:
+  Tensor attend(const Tensor& windows, int64_t Hp, int64_t Wp, int64_t sh, int64_t sw, Tensor* weights) const;
+
   ShiftedWindowAttentionOptions opt_;
   Tensor* table_ = nullptr;          // V1: relative_position_bias_table
   Tensor* logit_scale_ = nullptr;    // V2
