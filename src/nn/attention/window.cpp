@@ -197,6 +197,28 @@ Tensor ShiftedWindowAttention::relative_position_bias() const {
   return opt_.v2 ? sigmoid(b) * 16.0 : b;
 }
 
+namespace {
+
+// source: window row r (windows of the padded map rolled by (-sh, -sw), raster order, tokens in raster order
+// within each) -> its pixel of the padded (B, Hp, Wp) map; back: pixel (b, i, j), i < H, j < W, -> its row.
+struct WindowRows {
+  Tensor source, back;
+};
+WindowRows window_rows(int64_t B, int64_t H, int64_t W, int64_t Hp, int64_t Wp, int64_t wh, int64_t ww, int64_t sh,
+                       int64_t sw) {
+  const int64_t nwh = Hp / wh, nww = Wp / ww, N = wh * ww;
+  std::vector<int64_t> src(size_t(B * Hp * Wp)), back(size_t(B * H * W));
+  for (int64_t r = 0; r < B * Hp * Wp; ++r) {
+    const int64_t t = r % N, win = r / N, b = win / (nwh * nww), a = win / nww % nwh, c = win % nww;
+    const int64_t i = (a * wh + t / ww + sh) % Hp, j = (c * ww + t % ww + sw) % Wp;
+    src[size_t(r)] = (b * Hp + i) * Wp + j;
+    if (i < H && j < W) back[size_t((b * H + i) * W + j)] = r;
+  }
+  return {Tensor::from_vector(src, {B * Hp * Wp}), Tensor::from_vector(back, {B * H * W})};
+}
+
+}  // namespace
+
 // The windows' attention and projection, (B nW, N, C) -> (B nW, N, C), of a padded Hp x Wp map
 // shifted by (sh, sw). f32 without attention dropout: the fused op (bias and shift mask added in its
 // kernel, never expanded to the windows); otherwise window_attention with the expanded bias.
@@ -236,7 +258,14 @@ Tensor ShiftedWindowAttention::forward(const Tensor& x, bool shift, Tensor* weig
   if (timm && shifted) h = roll_hw(h, -sh, -sw);
   if (ph > 0) h = concat({h, Tensor::zeros({B, ph, W, opt_.dim}, x.dtype())}, 1);
   if (pw > 0) h = concat({h, Tensor::zeros({B, Hp, pw, opt_.dim}, x.dtype())}, 2);
-  if (!timm && shifted) h = roll_hw(h, -sh, -sw);
+  if (!timm) {   // roll + partition in one row gather, reverse + roll back + crop in another
+    const WindowRows rows = window_rows(B, H, W, Hp, Wp, wh, ww, sh, sw);
+    const int64_t C = opt_.dim;
+    Tensor o = attend(index_select(h.reshape({B * Hp * Wp, C}), 0, rows.source).view({-1, wh * ww, C}), Hp, Wp, sh,
+                      sw, weights);
+    if (is_training() && opt_.proj_drop > 0) o = dropout(o, opt_.proj_drop, true);
+    return index_select(o.view({-1, C}), 0, rows.back).view({B, H, W, C});
+  }
   Tensor o = attend(window_partition(h, wh, ww), Hp, Wp, sh, sw, weights);
   if (is_training() && opt_.proj_drop > 0) o = dropout(o, opt_.proj_drop, true);
   h = window_reverse(o, B, Hp, Wp, wh, ww);
