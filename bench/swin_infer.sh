@@ -107,7 +107,7 @@ print(f"{'case':9} {'attn ms':>9} {'GEMM':>5} {'torch ms':>9} {'(impl)':>7} {'GE
       f"{'GEMM':>5} {'ratio':>6} {'peak MB':>8} {'limit':>6}")
 for r in rows:
     a = r["attn"]
-    flop = 2e-6 * a["gmacs_per_image"] * r["attn"]["batch"]   # GFLOP per pass * 1e3 (ms)
+    flop = 2e3 * a["gmacs_per_image"] * a["batch"]   # GFLOP per pass, times 1e3 (latencies in ms)
     frac = lambda ms: flop / ms / a["gemm_ceiling_gflops"]
     am, tm = a["latency_ms"]["median"], r["torch"]["latency_ms"]["median"]
     om = r["ort"]["latency_ms"]["median"] if r.get("ort") else float("nan")

@@ -90,6 +90,21 @@ TEST(WindowAttention, AttentionWeights) {
             "only, got f64");
 }
 
+TEST(WindowAttention, Bf16LinearWeights) {
+  // bf16 Linear weights keep f32 activations: the fused f32 path runs, close to the f32 module's result.
+  manual_seed(4);
+  nn::ShiftedWindowAttention m({.dim = 32, .num_heads = 2, .window_h = 7, .window_w = 7, .shift_h = 3, .shift_w = 3});
+  NoGradGuard ng;
+  const Tensor x = Tensor::randn({2, 14, 21, 32});
+  Tensor w32, w16;
+  const Tensor y32 = m.forward(x, true, &w32);
+  EXPECT_EQ(nn::convert_linear_weights_to_bf16(m), 2);
+  const Tensor y16 = m.forward(x, true, &w16);
+  EXPECT_EQ(y16.dtype(), DType::f32);
+  EXPECT_TENSOR_NEAR(y16, y32, 2e-2, 5e-2);
+  EXPECT_TENSOR_NEAR(w16, w32, 1e-2, 0);
+}
+
 TEST(WindowAttention, RollAndPartition) {
   manual_seed(7);
   const Tensor x = Tensor::randn({2, 5, 7, 3});
