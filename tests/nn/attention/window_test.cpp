@@ -98,7 +98,8 @@ TEST(WindowAttention, Bf16LinearWeights) {
   const Tensor x = Tensor::randn({2, 14, 21, 32});
   Tensor w32, w16;
   const Tensor y32 = m.forward(x, true, &w32);
-  EXPECT_EQ(nn::convert_linear_weights_to_bf16(m), 2);
+  nn::convert_linear_weights_to_bf16(m);
+  ASSERT_EQ(m.qkv->weight.dtype(), DType::bf16);
   const Tensor y16 = m.forward(x, true, &w16);
   EXPECT_EQ(y16.dtype(), DType::f32);
   EXPECT_TENSOR_NEAR(y16, y32, 2e-2, 5e-2);
