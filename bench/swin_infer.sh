@@ -109,10 +109,11 @@ for r in rows:
     a = r["attn"]
     flop = 2e3 * a["gmacs_per_image"] * a["batch"]   # GFLOP per pass, times 1e3 (latencies in ms)
     frac = lambda ms: flop / ms / a["gemm_ceiling_gflops"]
-    am, tm = a["latency_ms"]["median"], r["torch"]["latency_ms"]["median"]
+    am = a["latency_ms"]["median"]
+    tm = r["torch"]["latency_ms"]["median"] if r.get("torch") else float("nan")
     om = r["ort"]["latency_ms"]["median"] if r.get("ort") else float("nan")
     lim = 1.3 * a["weights_mb"] + 100
-    print(f"{r['case']:9} {am:9.1f} {frac(am):5.2f} {tm:9.1f} {r['torch']['impl']:>7} {frac(tm):5.2f} {tm / am:5.2f}x "
+    print(f"{r['case']:9} {am:9.1f} {frac(am):5.2f} {tm:9.1f} {(r.get('torch') or {}).get('impl', '-'):>7} {frac(tm):5.2f} {tm / am:5.2f}x "
           f"{om:8.1f} {frac(om):5.2f} {om / am:5.2f}x {a['peak_rss_steady_mb']:8.0f} {lim:6.0f}")
     if r.get("ort") and r["ort"].get("max_abs_diff", 0) > 1e-3 * max(1.0, r["ort"].get("max_abs", 1.0)):
         print(f"  ONNX Runtime's output differs from PyTorch's by {r['ort']['max_abs_diff']:.3g}")

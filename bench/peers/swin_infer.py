@@ -8,7 +8,8 @@ and thread count.
 PyTorch at its best setting: OpenBLAS's kernels for this CPU (peer_env.py), and of two ways to run the same
 module the faster (--impl best, the default): eager, and torch.jit.trace + torch.jit.freeze (constant
 shift masks and bias gathers folded, oneDNN fusions of the frozen graph). --dtype bf16: PyTorch's bf16
-autocast (the pytorch peer only). --peer onnxruntime: the module exported with torch.onnx.export, run by
+autocast (the pytorch peer only); where torch cannot run the model under it (torch 1.13 cannot), the model
+and input cast to bf16, named in "impl". --peer onnxruntime: the module exported with torch.onnx.export, run by
 ort_peer.py (f32 only; the result carries max_abs_diff against PyTorch).
 
 Prints one JSON line: latency median / p90 (ms), images/s, the implementation timed.
@@ -75,14 +76,31 @@ def main():
         r["impl"] = "torchvision (torch.onnx.export)"
     else:
         impls = ["eager", "traced"] if a.impl == "best" else [a.impl]
-        results = {}
+        results, errors = {}, {}
         for impl in impls:
-            m = model if impl == "eager" else traced(model, x, a.dtype)
-            results[impl] = time_pytorch(m, x, a.iters, a.warmup, a.dtype)
+            try:   # an impl torch cannot run (see below) is left out, its error reported
+                m = model if impl == "eager" else traced(model, x, a.dtype)
+                results[impl] = time_pytorch(m, x, a.iters, a.warmup, a.dtype)
+            except RuntimeError as e:
+                errors[impl] = str(e).splitlines()[0][:200]
+        if a.dtype == "bf16" and not results:
+            # torch 1.13's CPU autocast fails on torchvision's Swin (layer_norm: "expected scalar type
+            # BFloat16 but found Float"): the model and input cast to bf16 instead, as vit_infer.py does.
+            mb, xb = model.to(torch.bfloat16), x.to(torch.bfloat16)
+            for impl in impls:
+                try:
+                    m = mb if impl == "eager" else traced(mb, xb, "f32")
+                    results[impl + ", bf16 cast"] = time_pytorch(m, xb, a.iters, a.warmup, "f32")
+                except RuntimeError as e:
+                    errors[impl + ", bf16 cast"] = str(e).splitlines()[0][:200]
+        if not results:
+            raise SystemExit(f"swin_infer.py: no implementation ran: {errors}")
         impl = min(results, key=lambda k: results[k]["median"])
         r = {"peer": "pytorch", "torch": torch.__version__, "torchvision": torchvision.__version__,
              "openblas_coretype": peer_env.OPENBLAS_CORETYPE, "impl": impl, "latency_ms": results[impl],
              "all_impls_ms": {k: v["median"] for k, v in results.items()}}
+        if errors:
+            r["impl_errors"] = errors
         r.update(report)
     r["images_per_s"] = a.batch / (r["latency_ms"]["median"] / 1e3)
     print(json.dumps(r))
