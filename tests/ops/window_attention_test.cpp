@@ -1,8 +1,8 @@
 // The fused window-attention op against PyTorch (tests/golden/gen/swin.py window_op, f64), on every
 // ISA this CPU runs (scalar and AVX2 included, the fallback paths): forward, weights and the gradients
 // of qkv, the bias and V2's logit scale (one head above the clamp), V1 and V2, with and without
-// torchvision's shift mask, batch 2, odd window counts (3 x 3, 3 x 1), N 49 and 16, head sizes 32
-// and 12 (not a multiple of the vector width: the packed output path); a zero query row (V2's norm
+// torchvision's shift mask, batch 2, odd window counts (3 x 3, 3 x 1), N 49, 16 and 144, head sizes 32,
+// 16 and 12 (not a multiple of the vector width: the packed output path); a zero query row (V2's norm
 // clamp); the weights without a gradient; bad arguments.
 #include <gtest/gtest.h>
 
@@ -72,6 +72,7 @@ TEST(WindowAttentionOp, V1MatchesTorch) {
   check({2, 3, 3, 7, 3, 32, true, false});
   check({2, 3, 3, 7, 3, 32, false, false});
   check({2, 3, 1, 4, 2, 12, true, false});
+  check({2, 1, 2, 12, 2, 16, true, false});   // N = 144: more tokens than one 64-wide tile
 }
 
 TEST(WindowAttentionOp, V2MatchesTorch) {
