@@ -16,33 +16,33 @@ namespace attn {
 
 namespace {
 
-constexpr const char* kOp = "window_attention_packed";
+constexpr const char* kWinOp = "window_attention_packed";
 
 struct WinShape {
   int64_t Bw, N, C, NH, HS, nW;
 };
 
-WinShape validate(const Tensor& qkv, int64_t NH, const Tensor& bias, const Tensor& mask, const WindowAttentionOptions& o) {
-  ATTN_CHECK(qkv.defined() && qkv.dim() == 3 && qkv.dtype() == DType::f32, kOp,
+WinShape validate_window(const Tensor& qkv, int64_t NH, const Tensor& bias, const Tensor& mask, const WindowAttentionOptions& o) {
+  ATTN_CHECK(qkv.defined() && qkv.dim() == 3 && qkv.dtype() == DType::f32, kWinOp,
              ": expected a f32 qkv of shape (windows, N, 3 C), got ",
              qkv.defined() ? dtype_name(qkv.dtype()) : "undefined", " ", qkv.defined() ? qkv.shape() : Shape{});
-  ATTN_CHECK(NH > 0 && qkv.size(2) % (3 * NH) == 0 && qkv.size(2) > 0, kOp, ": the last dim of qkv ", qkv.shape(),
+  ATTN_CHECK(NH > 0 && qkv.size(2) % (3 * NH) == 0 && qkv.size(2) > 0, kWinOp, ": the last dim of qkv ", qkv.shape(),
              " is not 3 x num_heads (", NH, ") x a head size");
   WinShape s{qkv.size(0), qkv.size(1), qkv.size(2) / 3, NH, qkv.size(2) / 3 / NH, 1};
   if (bias.defined())
-    ATTN_CHECK(bias.dtype() == DType::f32 && bias.shape() == Shape({NH, s.N, s.N}), kOp,
+    ATTN_CHECK(bias.dtype() == DType::f32 && bias.shape() == Shape({NH, s.N, s.N}), kWinOp,
                ": expected a f32 bias of shape ", Shape({NH, s.N, s.N}), ", got ", dtype_name(bias.dtype()), " ",
                bias.shape());
   if (mask.defined()) {
     ATTN_CHECK(mask.dtype() == DType::f32 && mask.dim() == 3 && mask.size(1) == s.N && mask.size(2) == s.N &&
                    mask.size(0) > 0 && s.Bw % mask.size(0) == 0,
-               kOp, ": expected a f32 mask of shape (nW, ", s.N, ", ", s.N, ") with nW dividing the ", s.Bw,
+               kWinOp, ": expected a f32 mask of shape (nW, ", s.N, ", ", s.N, ") with nW dividing the ", s.Bw,
                " windows, got ", dtype_name(mask.dtype()), " ", mask.shape());
-    ATTN_CHECK(!autograd::needs_grad({mask}), kOp, ": the mask is a constant, but it requires grad");
+    ATTN_CHECK(!autograd::needs_grad({mask}), kWinOp, ": the mask is a constant, but it requires grad");
     s.nW = mask.size(0);
   }
   if (o.logit_scale.defined())
-    ATTN_CHECK(o.logit_scale.dtype() == DType::f32 && o.logit_scale.numel() == NH, kOp,
+    ATTN_CHECK(o.logit_scale.dtype() == DType::f32 && o.logit_scale.numel() == NH, kWinOp,
                ": expected a f32 logit_scale of ", NH, " elements (one per head), got ",
                dtype_name(o.logit_scale.dtype()), " ", o.logit_scale.shape());
   return s;
@@ -76,7 +76,7 @@ struct WindowAttentionNode : autograd::Node {
   const char* name() const override { return "window_attention_packed"; }
 
   std::vector<Tensor> backward(const Tensor& dout_in) override {
-    ATTN_CHECK(dout_in.dtype() == DType::f32, kOp, ": expected a f32 gradient, got ", dtype_name(dout_in.dtype()));
+    ATTN_CHECK(dout_in.dtype() == DType::f32, kWinOp, ": expected a f32 gradient, got ", dtype_name(dout_in.dtype()));
     const WinShape& s = st.s;
     const Tensor dout = dout_in.contiguous();
     Tensor dqkv = Tensor::empty({s.Bw, s.N, 3 * s.C});
@@ -131,7 +131,7 @@ struct WindowAttentionNode : autograd::Node {
 WindowAttentionResult window_attention_packed(const Tensor& qkv, int64_t num_heads, const Tensor& bias,
                                               const Tensor& mask, const WindowAttentionOptions& opts) {
   WinSetup st;
-  st.s = validate(qkv, num_heads, bias, mask, opts);
+  st.s = validate_window(qkv, num_heads, bias, mask, opts);
   const WinShape& s = st.s;
   st.qkv = qkv.stride(2) == 1 ? qkv.detach() : qkv.detach().contiguous();
   if (bias.defined()) st.bias = bias.detach().contiguous();

@@ -4,7 +4,7 @@
 // allocates, splits the work items across threads and owns the autograd node.
 //
 //   const auto& k = attn::kernels::window_attention_kernels();
-//   run_items(a.Bw * a.NH, window_attention_fwd_scratch(a), [&](int64_t it, float* s) { k.fwd(a, it, s); });
+//   run_items(a.g.Bw * a.g.NH, window_attention_fwd_scratch(a.g), [&](int64_t it, float* s) { k.fwd(a, it, s); });
 //
 // Work item = (window w, head h), w in [0, Bw), the windows of a whole block in one pass. The window's
 // tokens are short (N = 49 for 7 x 7, 64 for 8 x 8): all of its N x N scores fit in one tile, so
