@@ -41,9 +41,13 @@ struct WinOps {
     for (int64_t r = n; r < np; ++r) inv[r] = 0.f;
   }
 
-  // s[j] = s[j]·rf·cf[j] (cf null: 1) + b[j] + m[j] (either null: 0) for j < n; -inf on [n, np).
-  static void score_row(float* s, int64_t n, int64_t np, float rf, const float* cf, const float* b, const float* m) {
-    const R vr = V::set1(rf);
+  // s[j] = s[j]·rf·cf[j] (cf null: 1) + b[j] + m[j] (either null: 0) for j < n; -inf on [n, np) (np a
+  // multiple of W). Returns the row's max. Vector stores only, the last partial vector masked: scalar
+  // stores of the tail read back by the next vector load stalled store forwarding (a seventh of the
+  // forward's own time at N = 49).
+  static float score_row(float* s, int64_t n, int64_t np, float rf, const float* cf, const float* b, const float* m) {
+    const R vr = V::set1(rf), ninf = V::set1(A::neg_inf());
+    R mx = ninf;
     int64_t j = 0;
     for (; j + W <= n; j += W) {
       R x = V::mul(V::load(s + j), vr);
@@ -51,15 +55,21 @@ struct WinOps {
       if (b) x = V::add(x, V::load(b + j));
       if (m) x = V::add(x, V::load(m + j));
       V::store(s + j, x);
+      mx = V::max(mx, x);
     }
-    for (; j < n; ++j) {
-      float x = s[j] * rf;
-      if (cf) x *= cf[j];
-      if (b) x += b[j];
-      if (m) x += m[j];
-      s[j] = x;
+    if (j < n) {
+      const auto mk = V::tail_mask(n - j);
+      R x = V::mul(V::load_tail(s + j, mk, 0.f), vr);
+      if (cf) x = V::mul(x, V::load_tail(cf + j, mk, 0.f));
+      if (b) x = V::add(x, V::load_tail(b + j, mk, 0.f));
+      if (m) x = V::add(x, V::load_tail(m + j, mk, 0.f));
+      x = V::select(mk, x, ninf);
+      V::store(s + j, x);
+      mx = V::max(mx, x);
+      j += W;
     }
-    for (; j < np; ++j) s[j] = A::neg_inf();
+    for (; j < np; j += W) V::store(s + j, ninf);
+    return V::hmax(mx);
   }
 
   static void fwd(const WinAttnFwdArgs& a, int64_t item, float* scratch) {
@@ -89,9 +99,8 @@ struct WinOps {
     float* invr = cf + Np;       // Np: 1 / row sums
     for (int64_t i = 0; i < N; ++i) {
       float* s = S + i * Np;
-      score_row(s, N, nkp, rf[i], g.logit_scale ? cf : nullptr, bias ? bias + i * N : nullptr,
-                mask ? mask + i * N : nullptr);
-      const float m = A::row_max(s, nkp);
+      const float m = score_row(s, N, nkp, rf[i], g.logit_scale ? cf : nullptr, bias ? bias + i * N : nullptr,
+                                mask ? mask + i * N : nullptr);
       const float l = V::hsum(A::exp2_sub_sum(s, nkp, m == A::neg_inf() ? 0.f : m, A::kLog2e, V::zero()));
       invr[i] = l == 0.f ? 0.f : 1.f / l;
       if (a.probs) {
