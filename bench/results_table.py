@@ -224,6 +224,17 @@ BENCHMARKS = [
           "module tree of tests/golden/gen/bert.py in PyTorch on the same shapes; median step time, with --rounds "
           "the median of alternated rounds' ratios.",
           {"bert-base-uncased, batch 8 × 128, training step": faster(1.3)}),
+    Bench("swin_infer", "speed", "Swin inference, f32",
+          "`attn bench swin_t` (torchvision's layout, random weights, 224 × 224) against torchvision's swin_t in "
+          "PyTorch (the faster of eager and torch.jit.trace + freeze, named in the note) and ONNX Runtime 1.30 "
+          "(the module exported with torch.onnx.export, graph optimizations all); median latency, attn and PyTorch "
+          "each the better of their two wait policies. The note gives each side's fraction of the GEMM ceiling "
+          "`attn bench` measured in the same run (GFLOP/s from attn's MAC count over a square oneDNN matmul's).",
+          {"batch 1, vs PyTorch": faster(2), "batch 1, vs ONNX Runtime": faster(1.2, "ONNX Runtime"),
+           "batch 8, vs PyTorch": faster(1.5), "batch 8, vs ONNX Runtime": faster(1.0, "ONNX Runtime")}),
+    Bench("swin_infer_bf16", "speed", "Swin inference, bf16",
+          "The same with attn's bf16 Linear weights against PyTorch's bf16 autocast; needs a CPU with a bf16 matmul.",
+          {"batch 1, vs PyTorch": faster(1.8), "batch 8, vs PyTorch": faster(1.8)}),
     Bench("vit_train", "speed", "Fashion-MNIST ViTs: training step and inference",
           "Training step at batch 128 (AdamW) and inference at batch 256, against the same model in PyTorch "
           "(its inference timed whole and in slices of 16 and 32, its best counted); with --rounds, the median "
@@ -286,6 +297,9 @@ BENCHMARKS = [
           "Peak resident set of `attn bench`'s timed passes of bert-base-uncased's BertModel (counted afresh after "
           "loading).",
           {"f32 batch 1, sequence 128": memory_target()}),
+    Bench("swin_memory", "memory", "Swin inference memory",
+          "Peak resident set of `attn bench`'s timed passes of swin_t (counted afresh after loading).",
+          {f"{d} batch {b}": memory_target() for d in ("f32", "bf16") for b in (1, 8)}),
     Bench("fmnist_budget", "accuracy", "Fashion-MNIST in a 2-hour budget",
           "A ViT trained from scratch on 2 threads; final-epoch test accuracy; recipe: AdamW 1e-3, weight decay "
           "0.05, 1 warm-up epoch then cosine, label smoothing 0.1, crop + flip, batch 128, seed 0.",
@@ -426,6 +440,27 @@ MODEL_LABEL = {"vit_base_patch16_224": "ViT-B/16", "deit_tiny_patch16_224": "Dei
                "deit_small_patch16_224": "DeiT-S"}
 
 
+def swin_records(j, rec):
+    """bench/swin_infer.sh's line of one case -> its speed records (PyTorch, ONNX Runtime) and memory record."""
+    a = j["attn"]
+    bench = "swin_infer" if j["dtype"] == "f32" else "swin_infer_bf16"
+    base = j["case"] if j["model"] == "swin_t" else f"{j['model']}, {j['case']}"
+    ms = a["latency_ms"]["median"]
+    gflop = 2.0 * a["gmacs_per_image"] * a["batch"]
+    frac = lambda t: sig(gflop / (t * 1e-3) / a["gemm_ceiling_gflops"], 2)
+    tm = j["torch"]["latency_ms"]["median"]
+    rec("speed", bench, f"{base}, vs PyTorch", "ms", ms, tm,
+        extra={"gemm_fraction": frac(ms), "peer_gemm_fraction": frac(tm)},
+        note=f"PyTorch: {j['torch']['impl']}; fraction of the GEMM ceiling: attn {frac(ms):.2f}, PyTorch {frac(tm):.2f}")
+    if j.get("ort"):
+        om = j["ort"]["latency_ms"]["median"]
+        rec("speed", bench, f"{base}, vs ONNX Runtime", "ms", ms, None, peers={"ONNX Runtime": sig(om)},
+            extra={"gemm_fraction": frac(ms), "peer_gemm_fraction": frac(om)},
+            note=f"fraction of the GEMM ceiling: attn {frac(ms):.2f}, ONNX Runtime {frac(om):.2f}")
+    rec("memory", "swin_memory", f"{j['dtype']} {base}", "MB", a["peak_rss_steady_mb"], None,
+        extra={"limit_mb": round(1.3 * a["weights_mb"] + 100)})
+
+
 def normalise(path, detail=False):
     """A raw run file -> (host record, result records). detail: one record per row of the benchmarks that
     summarise their rows in one record (kernels), as the build comparison wants them."""
@@ -531,6 +566,8 @@ def normalise(path, detail=False):
                     w = j["attn"]["weights_mb"]
                     rec("memory", "bert_memory", "f32 " + base, "MB", j["attn"]["peak_rss_steady_mb"], None,
                         extra={"limit_mb": round(1.3 * w + 100)})
+        elif b == "swin_infer":
+            swin_records(j, rec)
         elif "model" in j and "policy" in j and "attn" in j and "torch" in j:   # bench/vit_infer.sh
             key = (command, j["model"], j["batch"], j["attn"].get("dtype", "f32"))
             vit_infer.setdefault(key, []).append(j)

@@ -101,6 +101,7 @@ infer_runs() {  # infer_runs NAME TITLE: bench/NAME.sh at f32 and bf16, its line
 }
 infer_runs vit_infer "ViT / DeiT inference (attn bench vs torchvision)"
 infer_runs bert_infer "BERT inference (attn bench vs PyTorch and ONNX Runtime)"
+infer_runs swin_infer "Swin inference (attn bench vs torchvision swin_t in PyTorch and ONNX Runtime)"
 echo "== translation training (attn vs torch.nn.Transformer on the same batches)"
 command_record "bash bench/translate.sh $build custom ${translate_args[*]}"
 bash bench/translate.sh "$build" custom "${translate_args[@]}" --work "$log/translate"

@@ -33,6 +33,7 @@
 #include "attn/ops/pool.h"
 #include "attn/ops/reduce.h"
 #include "attn/ops/softmax.h"
+#include "attn/ops/window_attention.h"
 // nn
 #include "attn/nn/attention/hard.h"
 #include "attn/nn/attention/local.h"

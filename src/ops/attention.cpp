@@ -12,6 +12,7 @@
 #include "attn/core/parallel.h"
 #include "../backend/cpu/attention_fused.h"
 #include "attention_naive.h"
+#include "work_items.h"
 
 namespace attn {
 
@@ -65,25 +66,6 @@ struct FusedSetup {
     return m;
   }
 };
-
-// Runs fn(item, scratch) for every item, the threads taking the next item from a shared counter:
-// causal items are uneven, and on a loaded machine a thread the OS deschedules holds up none of
-// the others' items (with a fixed deal the wall time is the slower thread's). Each item writes
-// its own outputs and rebuilds the scratch it reads, so the result does not depend on which
-// thread ran it.
-template <class F>
-void run_items(int64_t items, int64_t scratch_floats, F&& fn) {
-  if (items <= 0) return;
-  const int64_t nt = std::min<int64_t>(get_num_threads(), items);
-  std::atomic<int64_t> next{0};
-  parallel_for(0, nt, 1, [&](int64_t, int64_t) {
-    Tensor scratch = Tensor::empty({scratch_floats});
-    float* ps = scratch.data<float>();
-    for (int64_t it = next.fetch_add(1, std::memory_order_relaxed); it < items;
-         it = next.fetch_add(1, std::memory_order_relaxed))
-      fn(it, ps);
-  });
-}
 
 // Where the fused backward writes its gradients: (B, NH, T, HS) element strides, unit along HS.
 struct GradOut {

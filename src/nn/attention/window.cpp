@@ -17,6 +17,7 @@
 #include "attn/ops/indexing.h"
 #include "attn/ops/matmul.h"
 #include "attn/ops/reduce.h"
+#include "attn/ops/window_attention.h"
 
 namespace attn::nn {
 
@@ -89,6 +90,22 @@ Tensor swin_shift_mask(int64_t h, int64_t w, int64_t wh, int64_t ww, int64_t sh,
   return m;
 }
 
+namespace {
+
+// V2's projection: the key's bias is held at zero (its gradient is zero).
+Tensor v2_qkv(const Tensor& windows, const Linear& qkv) {
+  Tensor b = qkv.bias;
+  if (b.defined()) {
+    const int64_t C = b.size(0) / 3;
+    Tensor keep = Tensor::ones({3, C}, b.dtype());
+    keep.select(0, 1).zero_();
+    b = b * keep.view({3 * C});
+  }
+  return linear(windows, qkv.weight, b);
+}
+
+}  // namespace
+
 Tensor window_attention(const Tensor& windows, const Linear& qkv, const Linear& proj, const Tensor& bias,
                         int64_t num_heads, const Tensor& logit_scale, double attn_drop, bool training,
                         Generator* g, Tensor* probs) {
@@ -111,14 +128,7 @@ Tensor window_attention(const Tensor& windows, const Linear& qkv, const Linear& 
     *probs = r.weights;
     out = r.out.transpose(1, 2).reshape({Bw, N, C});
   } else {
-    // V2: the key's bias is held at zero (its gradient is zero), cosine similarity times a per-head scale.
-    Tensor b = qkv.bias;
-    if (b.defined()) {
-      Tensor keep = Tensor::ones({3, C}, b.dtype());
-      keep.select(0, 1).zero_();
-      b = b * keep.view({3 * C});
-    }
-    Tensor h = linear(windows, qkv.weight, b).view({Bw, N, 3, num_heads, HS}).permute({2, 0, 3, 1, 4});
+    Tensor h = v2_qkv(windows, qkv).view({Bw, N, 3, num_heads, HS}).permute({2, 0, 3, 1, 4});
     // F.normalize: x / max(|x|, 1e-12), clamped before the root so that an all-zero row (a padded
     // token's key) has a zero gradient, as torch's norm gives it, not 0 * inf.
     auto normalize = [](const Tensor& x) { return x / sqrt(clamp(sum(x * x, {-1}, true), 1e-24, INFINITY)); };
@@ -203,6 +213,52 @@ std::pair<int64_t, int64_t> ShiftedWindowAttention::effective_shift(int64_t h, i
   return {!shift || (!timm && wh >= Hp) ? 0 : opt_.shift_h, !shift || (!timm && ww >= Wp) ? 0 : opt_.shift_w};
 }
 
+namespace {
+
+// source: window row r (windows of the padded map rolled by (-sh, -sw), raster order, tokens in raster order
+// within each) -> its pixel of the padded (B, Hp, Wp) map; back: pixel (b, i, j), i < H, j < W, -> its row.
+struct WindowRows {
+  Tensor source, back;
+};
+WindowRows window_rows(int64_t B, int64_t H, int64_t W, int64_t Hp, int64_t Wp, int64_t wh, int64_t ww, int64_t sh,
+                       int64_t sw) {
+  const int64_t nwh = Hp / wh, nww = Wp / ww, N = wh * ww;
+  std::vector<int64_t> src(size_t(B * Hp * Wp)), back(size_t(B * H * W));
+  for (int64_t r = 0; r < B * Hp * Wp; ++r) {
+    const int64_t t = r % N, win = r / N, b = win / (nwh * nww), a = win / nww % nwh, c = win % nww;
+    const int64_t i = (a * wh + t / ww + sh) % Hp, j = (c * ww + t % ww + sw) % Wp;
+    src[size_t(r)] = (b * Hp + i) * Wp + j;
+    if (i < H && j < W) back[size_t((b * H + i) * W + j)] = r;
+  }
+  return {Tensor::from_vector(src, {B * Hp * Wp}), Tensor::from_vector(back, {B * H * W})};
+}
+
+}  // namespace
+
+// The windows' attention and projection, (B nW, N, C) -> (B nW, N, C), of a padded Hp x Wp map
+// shifted by (sh, sw). f32 without attention dropout: the fused op (bias and shift mask added in its
+// kernel, never expanded to the windows); otherwise window_attention with the expanded bias.
+Tensor ShiftedWindowAttention::attend(const Tensor& windows, int64_t Hp, int64_t Wp, int64_t sh, int64_t sw,
+                                      Tensor* weights) const {
+  const int64_t wh = opt_.window_h, ww = opt_.window_w, B = windows.size(0) / ((Hp / wh) * (Wp / ww));
+  const int64_t NH = opt_.num_heads, N = wh * ww, nW = (Hp / wh) * (Wp / ww);
+  const bool shifted = sh + sw > 0, dropout = is_training() && opt_.attn_drop > 0;
+  Tensor mask = shifted ? swin_shift_mask(Hp, Wp, wh, ww, sh, sw).to(windows.dtype()) : Tensor();   // (nW, N, N)
+  if (windows.dtype() == DType::f32 && !dropout) {
+    WindowAttentionOptions o;
+    if (logit_scale_) o.logit_scale = *logit_scale_;
+    o.need_weights = weights != nullptr;
+    WindowAttentionResult r = window_attention_packed(opt_.v2 ? v2_qkv(windows, *qkv) : qkv->forward(windows), NH,
+                                                      relative_position_bias(), mask, o);
+    if (weights) *weights = r.weights;
+    return proj->forward(r.out);
+  }
+  Tensor bias = relative_position_bias().unsqueeze(0);   // (1, NH, N, N)
+  if (shifted) bias = (bias + mask.unsqueeze(1)).expand({B, nW, NH, N, N}).reshape({B * nW, NH, N, N});
+  return window_attention(windows, *qkv, *proj, bias, NH, logit_scale_ ? *logit_scale_ : Tensor(), opt_.attn_drop,
+                          is_training(), nullptr, weights);
+}
+
 Tensor ShiftedWindowAttention::forward(const Tensor& x, bool shift, Tensor* weights) const {
   ATTN_CHECK(x.dim() == 4 && x.size(3) == opt_.dim, "ShiftedWindowAttention: expected (B, H, W, ", opt_.dim,
              "), got shape ", x.shape());
@@ -215,15 +271,15 @@ Tensor ShiftedWindowAttention::forward(const Tensor& x, bool shift, Tensor* weig
   if (timm && shifted) h = roll_hw(h, -sh, -sw);
   if (ph > 0) h = concat({h, Tensor::zeros({B, ph, W, opt_.dim}, x.dtype())}, 1);
   if (pw > 0) h = concat({h, Tensor::zeros({B, Hp, pw, opt_.dim}, x.dtype())}, 2);
-  if (!timm && shifted) h = roll_hw(h, -sh, -sw);
-  const int64_t NH = opt_.num_heads, N = wh * ww, nW = (Hp / wh) * (Wp / ww);
-  Tensor bias = relative_position_bias().unsqueeze(0);   // (1, NH, N, N)
-  if (shifted) {
-    const Tensor mask = swin_shift_mask(Hp, Wp, wh, ww, sh, sw).to(x.dtype()).unsqueeze(1);   // (nW, 1, N, N)
-    bias = (bias + mask).expand({B, nW, NH, N, N}).reshape({B * nW, NH, N, N});
+  if (!timm) {   // roll + partition in one row gather, reverse + roll back + crop in another
+    const WindowRows rows = window_rows(B, H, W, Hp, Wp, wh, ww, sh, sw);
+    const int64_t C = opt_.dim;
+    Tensor o = attend(index_select(h.reshape({B * Hp * Wp, C}), 0, rows.source).view({-1, wh * ww, C}), Hp, Wp, sh,
+                      sw, weights);
+    if (is_training() && opt_.proj_drop > 0) o = dropout(o, opt_.proj_drop, true);
+    return index_select(o.view({-1, C}), 0, rows.back).view({B, H, W, C});
   }
-  Tensor o = window_attention(window_partition(h, wh, ww), *qkv, *proj, bias, NH,
-                              logit_scale_ ? *logit_scale_ : Tensor(), opt_.attn_drop, is_training(), nullptr, weights);
+  Tensor o = attend(window_partition(h, wh, ww), Hp, Wp, sh, sw, weights);
   if (is_training() && opt_.proj_drop > 0) o = dropout(o, opt_.proj_drop, true);
   h = window_reverse(o, B, Hp, Wp, wh, ww);
   if (!timm && shifted) h = roll_hw(h, sh, sw);

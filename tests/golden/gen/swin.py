@@ -150,6 +150,40 @@ def window_module(inp, args):
     return out
 
 
+def window_op(inp, args):
+    """The core of torchvision's shifted_window_attention(_v2) on a packed projection, in f64: qkv
+    (B nW, N, 3 C), bias (NH, N, N), optional "mask" (nW, N, N) added per window (window w uses
+    mask[w % nW]), optional "logit_scale" (NH, 1, 1) (V2: cosine attention, scale exp(min(., log 100)));
+    heads args["heads"]. Returns out (B nW, N, C), the weights (B nW, NH, N, N) and the gradients of
+    sum(out * g) for qkv, bias and logit_scale."""
+    nh = args["heads"]
+    qkv = inp["qkv"].double().requires_grad_(True)
+    bias = inp["bias"].double().requires_grad_(True)
+    bw, n, c3 = qkv.shape
+    c = c3 // 3
+    t = qkv.reshape(bw, n, 3, nh, c // nh).permute(2, 0, 3, 1, 4)
+    q, k, v = t[0], t[1], t[2]
+    ls = None
+    if "logit_scale" in inp:
+        ls = inp["logit_scale"].double().requires_grad_(True)
+        a = F.normalize(q, dim=-1) @ F.normalize(k, dim=-1).transpose(-2, -1)
+        a = a * torch.clamp(ls, max=math.log(100.0)).exp()
+    else:
+        a = (q * (c // nh) ** -0.5) @ k.transpose(-2, -1)
+    a = a + bias.unsqueeze(0)
+    if "mask" in inp:
+        m = inp["mask"].double()
+        nw = m.shape[0]
+        a = (a.view(bw // nw, nw, nh, n, n) + m.unsqueeze(1).unsqueeze(0)).view(bw, nh, n, n)
+    p = F.softmax(a, dim=-1)
+    out = (p @ v).transpose(1, 2).reshape(bw, n, c)
+    (out * inp["g"].double()).sum().backward()
+    r = {"out": out.detach(), "weights": p.detach(), "dqkv": qkv.grad, "dbias": bias.grad}
+    if ls is not None:
+        r["dlogit_scale"] = ls.grad
+    return r
+
+
 def roll(inp, args):
     return {"out": torch.roll(inp["x"], shifts=tuple(args["shifts"]), dims=(1, 2))}
 

@@ -22,8 +22,11 @@ struct Case {
   bool v2;
 };
 
-void check(const Case& c) {
+// f32: the module's fused path (window_attention_packed), against the same f64 reference.
+void check(const Case& c, DType dt = DType::f64) {
   const int64_t dim = 12, heads = 3;
+  const bool f32 = dt == DType::f32;
+  const double atol = f32 ? 2e-4 : 1e-12, rtol = f32 ? 1e-3 : 1e-10;
   SCOPED_TRACE(std::to_string(c.h) + "x" + std::to_string(c.w) + " window " + std::to_string(c.window) + " shift " +
                std::to_string(c.shift) + (c.v2 ? " v2" : " v1"));
   manual_seed(uint64_t(c.h * 31 + c.w));
@@ -40,13 +43,14 @@ void check(const Case& c) {
   for (const auto& [name, b] : m.named_buffers())
     EXPECT_TENSOR_NEAR(b.to(DType::f64), ref.at("s." + name).to(DType::f64), 0, 0) << name;
   m.load_state_dict(sd);
-  Tensor xi = x.clone().requires_grad_();
+  m.to(dt);
+  Tensor xi = x.to(dt).requires_grad_();
   const Tensor y = m.forward(xi);
-  sum(y * g).backward();
-  EXPECT_TENSOR_NEAR(y, ref.at("y"), 1e-12, 1e-10);
-  EXPECT_TENSOR_NEAR(xi.grad(), ref.at("dx"), 1e-12, 1e-10);
+  sum(y * g.to(dt)).backward();
+  EXPECT_TENSOR_NEAR(y.to(DType::f64), ref.at("y"), atol, rtol);
+  EXPECT_TENSOR_NEAR(xi.grad().to(DType::f64), ref.at("dx"), atol, rtol);
   for (const auto& [name, p] : m.named_parameters())
-    EXPECT_TENSOR_NEAR(p.grad(), ref.at("g." + name), 1e-12, 1e-10) << name;
+    EXPECT_TENSOR_NEAR(p.grad().to(DType::f64), ref.at("g." + name), atol, rtol) << name;
 }
 
 }  // namespace
@@ -61,6 +65,45 @@ TEST(WindowAttention, MatchesTorchvisionV1) {
 
 TEST(WindowAttention, MatchesTorchvisionV2) {
   for (const Case& c : std::vector<Case>{{9, 11, 4, 2, true}, {4, 10, 4, 2, true}, {8, 8, 4, 0, true}}) check(c);
+}
+
+TEST(WindowAttention, FusedF32MatchesTorchvision) {
+  for (const Case& c : std::vector<Case>{{9, 11, 4, 2, false}, {4, 10, 4, 2, false}, {7, 14, 7, 3, false},
+                                         {9, 11, 4, 2, true}, {8, 8, 4, 0, true}})
+    check(c, DType::f32);
+}
+
+TEST(WindowAttention, AttentionWeights) {
+  // The fused path's probabilities: (B nW, NH, N, N) rows summing to 1; zero across the shift's regions.
+  manual_seed(9);
+  nn::ShiftedWindowAttention m({.dim = 12, .num_heads = 3, .window_h = 4, .window_w = 4, .shift_h = 2, .shift_w = 2});
+  NoGradGuard ng;
+  Tensor w;
+  m.forward(Tensor::randn({2, 8, 8, 12}), true, &w);
+  ASSERT_EQ(w.shape(), Shape({8, 3, 16, 16}));
+  EXPECT_TENSOR_NEAR(sum(w, {-1}), Tensor::ones({8, 3, 16}), 1e-5, 0);
+  // Window 3 (bottom right of image 0) mixes four regions: token 0 and token 15 lie in different ones.
+  EXPECT_LT(w.at({3, 0, 0, 15}), 1e-30);
+  m.to(DType::f64);
+  EXPECT_EQ(test::error_of([&] { m.forward(Tensor::randn({1, 8, 8, 12}, DType::f64), true, &w); }),
+            "ShiftedWindowAttention: the attention weights are given by the f32 path without attention dropout "
+            "only, got f64");
+}
+
+TEST(WindowAttention, Bf16LinearWeights) {
+  // bf16 Linear weights keep f32 activations: the fused f32 path runs, close to the f32 module's result.
+  manual_seed(4);
+  nn::ShiftedWindowAttention m({.dim = 32, .num_heads = 2, .window_h = 7, .window_w = 7, .shift_h = 3, .shift_w = 3});
+  NoGradGuard ng;
+  const Tensor x = Tensor::randn({2, 14, 21, 32});
+  Tensor w32, w16;
+  const Tensor y32 = m.forward(x, true, &w32);
+  nn::convert_linear_weights_to_bf16(m);
+  ASSERT_EQ(m.qkv->weight.dtype(), DType::bf16);
+  const Tensor y16 = m.forward(x, true, &w16);
+  EXPECT_EQ(y16.dtype(), DType::f32);
+  EXPECT_TENSOR_NEAR(y16, y32, 2e-2, 5e-2);
+  EXPECT_TENSOR_NEAR(w16, w32, 1e-2, 0);
 }
 
 TEST(WindowAttention, RollAndPartition) {

@@ -14,8 +14,10 @@
 // window_attention: qkv = Linear(C, 3C) in [q | k | v] order, heads of C / NH,
 //   V1:  softmax(q kᵀ / sqrt(HS) + bias) v
 //   V2:  softmax(cos(q, k) · exp(min(logit_scale, log 100)) + bias) v, the key's qkv bias held at zero
-// then the output projection. V1 runs scaled_dot_product_attention_packed with the bias as its
-// additive mask (the fused kernel when the bias needs no gradient; the naive composite otherwise).
+// then the output projection. The module runs f32 without attention dropout through the fused
+// window_attention_packed (attn/ops/window_attention.h: bias and shift mask added per window in its
+// kernel); otherwise window_attention: V1 through scaled_dot_product_attention_packed with the bias
+// and mask expanded to the windows as its additive mask, V2 through composite ops.
 //
 // Parameters: qkv, proj; V1 "relative_position_bias_table" ((2Wh-1)(2Ww-1), NH), trunc_normal .02,
 // and the persistent buffer "relative_position_index" (N N) i64 (torchvision's flat layout);
@@ -83,6 +85,8 @@ class ShiftedWindowAttention : public Module {
   std::shared_ptr<Sequential> cpb_mlp;   // V2 only
 
  private:
+  Tensor attend(const Tensor& windows, int64_t Hp, int64_t Wp, int64_t sh, int64_t sw, Tensor* weights) const;
+
   ShiftedWindowAttentionOptions opt_;
   Tensor* table_ = nullptr;          // V1: relative_position_bias_table
   Tensor* logit_scale_ = nullptr;    // V2
