@@ -85,7 +85,6 @@ TEST(WindowAttention, AttentionWeights) {
   // Window 3 (bottom right of image 0) mixes four regions: token 0 and token 15 lie in different ones.
   EXPECT_LT(w.at({3, 0, 0, 15}), 1e-30);
   // The unfused path (f64 here) gives the same probabilities.
-  const Tensor w32 = w;
   const Tensor x = Tensor::randn({2, 8, 8, 12});
   m.forward(x, true, &w);
   const Tensor w_again = w;
