@@ -42,6 +42,10 @@ struct SwinConfig {
   double mlp_ratio = 4.0;
   double drop = 0.0, attn_drop = 0.0, drop_path = 0.2;   // drop_path: the last block's rate
   int64_t version = 1;                                   // 1 | 2
+  // V2: per stage, the window its position-bias MLP was trained at (timm's and transformers'
+  // pretrained_window_sizes, e.g. [12, 12, 12, 6] for weights fine-tuned from 192 to 256); 0 or an
+  // empty list: the stage's own window. Optional in JSON (default empty).
+  std::vector<int64_t> pretrained_window_sizes;
   // How inputs of any size run (optional in JSON; load_pretrained sets the weights' source):
   //   "torchvision"  the patch conv floors H / P; each block pads its map to window multiples and
   //                  drops the shift along a side the window covers whole; merging pads odd sides.
@@ -57,8 +61,27 @@ struct SwinConfig {
   //                  where that map is no larger than the window; a smaller one is an error, timm
   //                  would shrink the window); blocks roll, then pad (ShiftedWindowAttentionOptions::
   //                  roll_before_pad).
+  // V2 under hf, timm and timm_dynamic: as both build it, a stage whose map at image_size is smaller
+  // than the window gets a window of that map's size (its bias from the MLP over that window's
+  // coordinates) and no shift; a stage whose map equals the window, no shift. hf (transformers'
+  // Swinv2Layer) and timm_dynamic then keep those windows and shifts at every input size (hf: pad, then
+  // roll, its shift mask added twice); timm (strict) takes the sizes at which timm built at that size
+  // has the same windows: each stage's map a multiple of its window, or the shrunk window itself.
   std::string convention = "torchvision";
 };
+
+// Limits on a config (a larger one is refused before anything is built; published Swin models are
+// far below them): stages, blocks in all, the widest stage's width, window, patch, image side,
+// channels, classes, mlp_ratio.
+struct SwinLimits {
+  static constexpr int64_t stages = 8, blocks = 512, width = 1 << 16, window = 256, patch = 1024;
+  static constexpr int64_t image = 1 << 16, channels = 4096, classes = 1 << 20;
+  static constexpr double mlp_ratio = 64.0;
+};
+// Every check SwinTransformer's constructor makes (an attn::Error naming the key), without building.
+void check_swin_config(const SwinConfig& c);
+// The window of stage i (0-based): the config's, or V2's shrunk one (see convention).
+int64_t swin_stage_window(const SwinConfig& c, size_t stage);
 
 // Every key required, each checked (attn/core/json_config.h); "model" is allowed.
 SwinConfig swin_config_from_json(const nlohmann::json& j);
@@ -66,7 +89,9 @@ nlohmann::json swin_config_to_json(const SwinConfig& c);
 
 class SwinBlock : public nn::Module {
  public:
-  SwinBlock(const SwinConfig& c, int64_t dim, int64_t heads, int64_t shift, double drop_path);
+  // window: the stage's (swin_stage_window); pretrained: V2's pretrained window (0: none).
+  SwinBlock(const SwinConfig& c, int64_t dim, int64_t heads, int64_t window, int64_t shift, int64_t pretrained,
+            double drop_path);
   Tensor forward(const Tensor& x) const;   // (B, H, W, C) -> (B, H, W, C)
   int64_t macs(int64_t h, int64_t w) const;
 

@@ -134,25 +134,30 @@ const ShiftedWindowAttentionOptions& checked_window_options(const ShiftedWindowA
                  o.shift_w < o.window_w,
              "ShiftedWindowAttention: expected a positive window and shifts in [0, window), got window (",
              o.window_h, ", ", o.window_w, ") and shift (", o.shift_h, ", ", o.shift_w, ")");
+  auto pretrained_ok = [](int64_t p) { return p == 0 || p >= 2; };
+  ATTN_CHECK(pretrained_ok(o.pretrained_window_h) && pretrained_ok(o.pretrained_window_w),
+             "ShiftedWindowAttention: expected a pretrained window of 0 (none) or at least 2, got (",
+             o.pretrained_window_h, ", ", o.pretrained_window_w, ")");
   return o;
 }
 
-// torchvision's relative_coords_table: (1, 2wh-1, 2ww-1, 2), log-spaced.
-Tensor swin_coords_table(int64_t wh, int64_t ww) {
+// torchvision's relative_coords_table: (1, 2wh-1, 2ww-1, 2), log-spaced; offsets divided by ph - 1,
+// pw - 1 (the pretrained window) when those are set, else by the window's - 1 (none for a window of 1).
+Tensor swin_coords_table(int64_t wh, int64_t ww, int64_t ph, int64_t pw) {
   Tensor t = Tensor::empty({1, 2 * wh - 1, 2 * ww - 1, 2});
   if (t.is_shapes_only()) return t;   // a model built with shapes only (models::parameter_count)
   float* p = t.data<float>();
   auto f = [](int64_t d, int64_t w) {
     float v = float(d);
-    v /= float(w - 1);   // as torch: f32 division, then * 8, then the log
+    if (w > 1) v /= float(w - 1);   // as torch: f32 division, then * 8, then the log
     v *= 8.0f;
     const float s = v > 0 ? 1.0f : (v < 0 ? -1.0f : 0.0f);
     return s * std::log2(std::abs(v) + 1.0f) / 3.0f;
   };
   for (int64_t i = 0; i < 2 * wh - 1; ++i)
     for (int64_t j = 0; j < 2 * ww - 1; ++j) {
-      p[(i * (2 * ww - 1) + j) * 2] = f(i - (wh - 1), wh);
-      p[(i * (2 * ww - 1) + j) * 2 + 1] = f(j - (ww - 1), ww);
+      p[(i * (2 * ww - 1) + j) * 2] = f(i - (wh - 1), ph > 0 ? ph : wh);
+      p[(i * (2 * ww - 1) + j) * 2 + 1] = f(j - (ww - 1), pw > 0 ? pw : ww);
     }
   return t;
 }
@@ -168,7 +173,8 @@ ShiftedWindowAttention::ShiftedWindowAttention(const ShiftedWindowAttentionOptio
     table_ = &register_parameter("relative_position_bias_table", Tensor::zeros({(2 * wh - 1) * (2 * ww - 1), o.num_heads}));
     init::trunc_normal_(*table_, g, 0.0, 0.02);
   } else {
-    coords_table_ = &register_buffer("relative_coords_table", swin_coords_table(wh, ww));
+    coords_table_ = &register_buffer("relative_coords_table",
+                                     swin_coords_table(wh, ww, o.pretrained_window_h, o.pretrained_window_w));
   }
   index_ = &register_buffer("relative_position_index", swin_relative_position_index(wh, ww).view({wh * ww * wh * ww}));
   if (o.v2) {
@@ -192,9 +198,9 @@ Tensor ShiftedWindowAttention::forward(const Tensor& x, bool shift) const {
              "), got shape ", x.shape());
   const int64_t B = x.size(0), H = x.size(1), W = x.size(2), wh = opt_.window_h, ww = opt_.window_w;
   const int64_t ph = (wh - H % wh) % wh, pw = (ww - W % ww) % ww, Hp = H + ph, Wp = W + pw;
-  const bool timm = opt_.roll_before_pad;
-  const int64_t sh = !shift || (!timm && wh >= Hp) ? 0 : opt_.shift_h;
-  const int64_t sw = !shift || (!timm && ww >= Wp) ? 0 : opt_.shift_w;
+  const bool timm = opt_.roll_before_pad, keep = timm || opt_.hf_v2;   // keep: the shift, whatever the map
+  const int64_t sh = !shift || (!keep && wh >= Hp) ? 0 : opt_.shift_h;
+  const int64_t sw = !shift || (!keep && ww >= Wp) ? 0 : opt_.shift_w;
   const bool shifted = sh + sw > 0;
   Tensor h = x;
   if (timm && shifted) h = roll_hw(h, -sh, -sw);
@@ -204,7 +210,8 @@ Tensor ShiftedWindowAttention::forward(const Tensor& x, bool shift) const {
   const int64_t NH = opt_.num_heads, N = wh * ww, nW = (Hp / wh) * (Wp / ww);
   Tensor bias = relative_position_bias().unsqueeze(0);   // (1, NH, N, N)
   if (shifted) {
-    const Tensor mask = swin_shift_mask(Hp, Wp, wh, ww, sh, sw).to(x.dtype()).unsqueeze(1);   // (nW, 1, N, N)
+    Tensor mask = swin_shift_mask(Hp, Wp, wh, ww, sh, sw).to(x.dtype()).unsqueeze(1);   // (nW, 1, N, N)
+    if (opt_.hf_v2) mask = mask * 2.0;
     bias = (bias + mask).expand({B, nW, NH, N, N}).reshape({B * nW, NH, N, N});
   }
   Tensor o = window_attention(window_partition(h, wh, ww), *qkv, *proj, bias, NH,
