@@ -59,6 +59,28 @@ void swin_init_linears(nn::Module& m) {
     }
 }
 
+// Upper bounds, in double (no overflow), of the parameter and buffer elements and of the
+// multiply-accumulates per image at image_size (macs_per_stage's terms, each window at its largest).
+std::pair<double, double> swin_size_estimate(const SwinConfig& c) {
+  const double P = double(c.patch_size), W = double(c.window_size), N = W * W;
+  double C = double(c.embed_dim), h = std::floor(double(c.image_size) / P), w = h;
+  double elements = double(c.in_channels) * P * P * C + 3 * C, macs = h * w * C * double(c.in_channels) * P * P;
+  for (size_t i = 0; i < c.depths.size(); ++i) {
+    if (i > 0) {
+      h = std::ceil(h / 2), w = std::ceil(w / 2);
+      elements += 8 * C * C + 4 * C;
+      macs += h * w * 8 * C * C;
+      C *= 2;
+    }
+    const double hidden = std::floor(C * c.mlp_ratio), hp = std::ceil(h / W) * W, wp = std::ceil(w / W) * W;
+    const double bias = (2 * W - 1) * (2 * W - 1) * (double(c.heads[i]) + 2) + 1536 + 513 * double(c.heads[i]);
+    const double block = 4 * C * C + 4 * C + 2 * C * hidden + hidden + 5 * C + bias + N * N;
+    elements += double(c.depths[i]) * block;
+    macs += double(c.depths[i]) * (hp * wp * (4 * C * C + 2 * N * C) + 2 * h * w * C * hidden);
+  }
+  return {elements + C * double(c.num_classes + 3), macs + C * double(c.num_classes)};
+}
+
 }  // namespace
 
 void check_swin_config(const SwinConfig& c) {
@@ -102,6 +124,11 @@ void check_swin_config(const SwinConfig& c) {
     ATTN_CHECK((c.image_size / c.patch_size) >> (stages - 1) >= 1, "swin (V2, convention ", c.convention,
                "): the last stage's map at image_size ", c.image_size, " is empty (", stages, " stages of patch ",
                c.patch_size, "); use a larger image_size");
+  const auto [elements, macs] = swin_size_estimate(c);
+  ATTN_CHECK(elements <= L::elements && macs <= L::macs, "swin: expected a model of at most ", L::elements,
+             " parameter and buffer elements and ", L::macs, " multiply-accumulates per image, got ", elements,
+             " and ", macs, " (embed_dim ", c.embed_dim, ", depths ", nlohmann::json(c.depths).dump(), ", window ",
+             c.window_size, ", image_size ", c.image_size, ")");
 }
 
 int64_t swin_stage_window(const SwinConfig& c, size_t stage) {

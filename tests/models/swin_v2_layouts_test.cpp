@@ -18,6 +18,7 @@
 #include "attn/attn.h"
 #include "attn/autograd/grad_mode.h"
 #include "attn/models/pretrained.h"
+#include "attn/models/registry.h"
 #include "attn/models/swin.h"
 #include "errors.h"
 #include "files.h"
@@ -201,4 +202,29 @@ TEST(SwinV2Layouts, StageWindowsPerConvention) {
   c.version = 1;
   c.convention = "hf";
   EXPECT_EQ(models::swin_stage_window(c, 3), 16);
+}
+
+// Configs over the limits (models::SwinLimits) are refused before anything is built, with the key.
+TEST(SwinV2Layouts, ConfigLimits) {
+  auto err = [](const json& over) { return test::error_of([&] { models::create_shapes_only("swin", over); }); };
+  EXPECT_EQ(err({{"embed_dim", 16384}}), "swin: expected embed_dim in [1, 8192] (the last of 4 stages is 8 times as "
+                                         "wide, at most 65536), got 16384");
+  EXPECT_EQ(err({{"depths", json::array({2, 2, 2, 2, 2, 2, 2, 2, 2})}, {"heads", json::array({1, 1, 1, 1, 1, 1, 1, 1, 1})}}),
+            "swin: expected at most 8 stages, got 9");
+  EXPECT_EQ(err({{"depths", {600, 2, 6, 2}}}), "swin: stage 1 needs a depth in [1, 256] and a head count dividing its "
+                                               "width 96, got depth 600 and 3 heads");
+  EXPECT_EQ(err({{"window_size", 65}}).rfind("swin: expected window_size in [1, 64], ", 0), 0u);
+  EXPECT_EQ(err({{"version", 2}, {"pretrained_window_sizes", {12, 12}}}),
+            "swin: expected pretrained_window_sizes empty or one per stage (4), each 0 or (V2 only) in [2, 64], got "
+            "[12,12] for Swin V2");
+  EXPECT_EQ(err({{"pretrained_window_sizes", {7, 7, 7, 7}}}),
+            "swin: expected pretrained_window_sizes empty or one per stage (4), each 0 or (V2 only) in [2, 64], got "
+            "[7,7,7,7] for Swin V1");
+  // 64 blocks of width 4096 with 64 x 64 windows: 1.4e10 elements.
+  const std::string e = err({{"embed_dim", 4096}, {"depths", {64}}, {"heads", {1}}, {"window_size", 64}});
+  EXPECT_EQ(e.rfind("swin: expected a model of at most 8.58993e+09 parameter and buffer elements", 0), 0u) << e;
+  // swin_v2_b at 1536 (SwinV2 fine-tuning sizes) is within them.
+  EXPECT_EQ(err({{"embed_dim", 128}, {"heads", {4, 8, 16, 32}}, {"depths", {2, 2, 18, 2}}, {"version", 2},
+                 {"window_size", 24}, {"image_size", 1536}}),
+            test::kNoError);
 }

@@ -72,11 +72,13 @@ struct SwinConfig {
 
 // Limits on a config (a larger one is refused before anything is built; published Swin models are
 // far below them): stages, blocks in all, the widest stage's width, window, patch, image side,
-// channels, classes, mlp_ratio.
+// channels, classes, mlp_ratio; and the model's size: 2^33 elements in its parameters and buffers
+// (SwinV2-G has 3e9), 2^53 multiply-accumulates per image at image_size (so that every count stays
+// exact in int64).
 struct SwinLimits {
-  static constexpr int64_t stages = 8, blocks = 512, width = 1 << 16, window = 256, patch = 1024;
+  static constexpr int64_t stages = 8, blocks = 256, width = 1 << 16, window = 64, patch = 1024;
   static constexpr int64_t image = 1 << 16, channels = 4096, classes = 1 << 20;
-  static constexpr double mlp_ratio = 64.0;
+  static constexpr double mlp_ratio = 64.0, elements = 8589934592.0, macs = 9007199254740992.0;
 };
 // Every check SwinTransformer's constructor makes (an attn::Error naming the key), without building.
 void check_swin_config(const SwinConfig& c);
