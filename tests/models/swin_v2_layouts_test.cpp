@@ -108,6 +108,18 @@ TEST(SwinV2Layouts, TimmMatchesTimm) {
   std::filesystem::remove_all(std::filesystem::path(path).parent_path());
 }
 
+// The original release's layout (timm < 0.9): merging at the end of each stage, the classifier "head",
+// the coordinates, index and masks stored (renamed as timm's checkpoint_filter_fn does).
+TEST(SwinV2Layouts, OldTimmLayoutMatchesTimm) {
+  json args = v2_args(35);
+  args["old"] = true;
+  const std::string path = write_layout(test::torch_ref("swin_v2_refs.timm_v2", {}, args), "timm_old");
+  models::Pretrained p = load(path, v2_model());
+  EXPECT_EQ(p.source, "timm");
+  expect_logits(*p.model, "swin_v2_refs.timm_v2", args, 64, 64, 8, "timm (old layout)");
+  std::filesystem::remove_all(std::filesystem::path(path).parent_path());
+}
+
 // timm with strict_img_size=False (convention timm_dynamic): built at 64, run at 62 x 90 (31 x 45 ...
 // 4 x 6 maps; windows and shifts as built; roll, then pad).
 TEST(SwinV2Layouts, TimmDynamicMatchesTimm) {

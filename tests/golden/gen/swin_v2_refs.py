@@ -433,14 +433,33 @@ def _file(model):
     return _bytes(pth_to_safetensors.serialize({k: v.contiguous() for k, v in model.state_dict().items()}))
 
 
+def _old_layout(model):
+    """The state dict as the original Microsoft release / timm < 0.9 stored it (what timm's
+    checkpoint_filter_fn undoes): the merging at the END of stage i (layers.i.downsample, i from 0), the
+    classifier "head", relative_coords_table, relative_position_index and attn_mask stored."""
+    import re
+    out = {}
+    for k, v in model.state_dict().items():
+        k = re.sub(r"layers\.(\d+)\.downsample", lambda m: "layers.%d.downsample" % (int(m.group(1)) - 1), k)
+        out[k.replace("head.fc.", "head.")] = v
+    for name, m in model.named_modules():
+        if isinstance(m, TimmBlock):
+            out[name + ".attn.relative_coords_table"] = m.attn.relative_coords_table
+            out[name + ".attn.relative_position_index"] = m.attn.relative_position_index
+            if m.attn_mask is not None:
+                out[name + ".attn_mask"] = m.attn_mask
+    return _bytes(pth_to_safetensors.serialize({k: v.contiguous() for k, v in out.items()}))
+
+
 def timm_v2(inp, args):
-    """The seeded timm tree built at image_size: its state dict ("file"); with "x", eval logits of the tree
-    built for args["run_size"] (default image_size; strict unless args["dynamic"]) given the same weights."""
+    """The seeded timm tree built at image_size: its state dict ("file"; in the old layout when
+    args["old"]); with "x", eval logits of the tree built for args["run_size"] (default image_size;
+    strict unless args["dynamic"]) given the same weights."""
     s = args["image_size"]
     dynamic = args.get("dynamic", False)
     model = TimmSwinV2(args, (s, s), strict=not dynamic)
     _randomize(model, args["seed"])
-    out = {"file": _file(model)}
+    out = {"file": _old_layout(model) if args.get("old") else _file(model)}
     if "x" in inp:
         run = tuple(args.get("run_size", [s, s])) if not dynamic else (s, s)
         ref = TimmSwinV2(args, run, strict=not dynamic)
