@@ -26,6 +26,7 @@
 #include "attn/ops/loss.h"
 #include "errors.h"
 #include "files.h"
+#include "slow.h"
 #include "torch_ref.h"
 
 using namespace attn;
@@ -193,16 +194,19 @@ TEST(Swin, SwinV2T250x333MatchesTorchvisionSlow) {
   check_parity("swin_v2_t", {{"seed", 0}, {"model", "swin_v2_t"}}, json::object(), 2, 250, 333, 6);
 }
 
-// swin_s (18 blocks in the third stage) at the three sizes.
+// swin_s (18 blocks in the third stage) at the three sizes: minutes each, so only with ATTN_TEST_SLOW=1.
 TEST(Swin, SwinS224MatchesTorchvisionSlow) {
+  if (!test::longest_tests_enabled()) GTEST_SKIP() << "ATTN_TEST_SLOW=1 runs it";
   check_parity("swin_s", {{"seed", 1}, {"model", "swin_s"}}, json::object(), 2, 224, 224, 7);
 }
 
 TEST(Swin, SwinS300MatchesTorchvisionSlow) {
+  if (!test::longest_tests_enabled()) GTEST_SKIP() << "ATTN_TEST_SLOW=1 runs it";
   check_parity("swin_s", {{"seed", 1}, {"model", "swin_s"}}, json::object(), 2, 300, 300, 8);
 }
 
 TEST(Swin, SwinS250x333MatchesTorchvisionSlow) {
+  if (!test::longest_tests_enabled()) GTEST_SKIP() << "ATTN_TEST_SLOW=1 runs it";
   check_parity("swin_s", {{"seed", 1}, {"model", "swin_s"}}, json::object(), 2, 250, 333, 9);
 }
 
