@@ -120,6 +120,50 @@ TEST(SwinV2Layouts, OldTimmLayoutMatchesTimm) {
   std::filesystem::remove_all(std::filesystem::path(path).parent_path());
 }
 
+// Weights trained at window 8 run at window 4 (timm's window12to16 fine-tuning, scaled down): V2's bias
+// MLP is the same at any window, only the coordinates change; with pretrained_window_sizes 8 they are
+// those timm builds (the reference: timm's tree at window 4, pretrained windows 8, the same weights).
+TEST(SwinV2Layouts, AnotherWindowWithPretrainedWindows) {
+  json args = v2_args(36);
+  args["pretrained"] = json::array();
+  const std::string path = write_layout(test::torch_ref("swin_v2_refs.timm_v2", {}, args), "timm_w4");
+  json cfg = v2_model();
+  cfg["window_size"] = 4;
+  cfg["pretrained_window_sizes"] = {8, 8, 8, 8};
+  models::Pretrained p = load(path, cfg);
+  json ref = args;
+  ref["window"] = 4;
+  ref["pretrained"] = {8, 8, 8, 8};
+  expect_logits(*p.model, "swin_v2_refs.timm_v2", ref, 64, 64, 9, "timm, window 8 -> 4");
+  std::filesystem::remove_all(std::filesystem::path(path).parent_path());
+}
+
+// The published shapes at 256: timm's swinv2_tiny_window16_256 (the last stage's window shrunk to 8)
+// and transformers' swinv2-tiny-patch4-window8-256, batch 1.
+TEST(SwinV2Layouts, TinyAt256MatchesTheirReferencesSlow) {
+  const json tiny = {{"seed", 37}, {"patch", 4}, {"embed", 96}, {"depths", {2, 2, 6, 2}}, {"heads", {3, 6, 12, 24}},
+                     {"num_classes", 1000}, {"image_size", 256}};
+  json timm = tiny;
+  timm["window"] = 16;
+  const std::string tp = write_layout(test::torch_ref("swin_v2_refs.timm_v2", {}, timm), "tiny_timm");
+  models::Pretrained t = load(tp, {{"version", 2}, {"window_size", 16}, {"image_size", 256}, {"drop_path", 0.0}});
+  std::filesystem::remove_all(std::filesystem::path(tp).parent_path());
+  manual_seed(10);
+  const Tensor x = Tensor::randn({1, 3, 256, 256});
+  NoGradGuard ng;
+  const Tensor a = t.model->forward(x).to(DType::f64), e = test::torch_ref("swin_v2_refs.timm_v2", {{"x", x}}, timm).at("logits");
+  EXPECT_LE(max_abs(a - e), 1e-4 * std::max(1.0, max_abs(e)));
+  std::printf("  timm swinv2_tiny_window16_256: max |dlogit| %.3g (max |logit| %.3g)\n", max_abs(a - e), max_abs(e));
+  json hf = tiny;
+  hf["window"] = 8;
+  const std::string hp = write_layout(test::torch_ref("swin_v2_refs.hf_v2", {}, hf), "tiny_hf");
+  models::Pretrained h = load(hp, {{"drop_path", 0.0}});
+  std::filesystem::remove_all(std::filesystem::path(hp).parent_path());
+  const Tensor b = h.model->forward(x).to(DType::f64), f = test::torch_ref("swin_v2_refs.hf_v2", {{"x", x}}, hf).at("logits");
+  EXPECT_LE(max_abs(b - f), 1e-4 * std::max(1.0, max_abs(f)));
+  std::printf("  hf swinv2-tiny-patch4-window8-256: max |dlogit| %.3g (max |logit| %.3g)\n", max_abs(b - f), max_abs(f));
+}
+
 // timm with strict_img_size=False (convention timm_dynamic): built at 64, run at 62 x 90 (31 x 45 ...
 // 4 x 6 maps; windows and shifts as built; roll, then pad).
 TEST(SwinV2Layouts, TimmDynamicMatchesTimm) {
