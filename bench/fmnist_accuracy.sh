@@ -22,6 +22,15 @@
 #                                                         # DISTILL_SIZE=small: vit_fmnist_small and
 #                                                         # deit_fmnist_small_distilled (a third of the cost);
 #                                                         # DISTILL_KINDS="hard" to skip soft
+#   bash bench/fmnist_accuracy.sh BUILD same-budget [MINUTES]   # ViT, Swin and the CNN at one time budget
+#                                                         # (default 120 min each, seed 0): vit_fmnist_small,
+#                                                         # swin_fmnist and resnet_fmnist (SAME_BUDGET_MODELS=
+#                                                         # "..." for others); each run's epochs are what its
+#                                                         # measured speed fits in the budget (a 20-step probe
+#                                                         # first), so that its cosine schedule ends, and
+#                                                         # --max-minutes stops it at the budget regardless.
+#                                                         # Prints results_table.py records (fmnist_same_budget;
+#                                                         # ATTN_HOST names the host)
 #   bash bench/fmnist_accuracy.sh BUILD summary           # the table of everything run so far
 #
 # Recipe (both sides): AdamW lr 1e-3, wd 0.05, 1 warm-up epoch then cosine, label smoothing 0.1, batch 128,
@@ -34,8 +43,8 @@
 # distill reuses peer's attn runs as its no-distillation baseline when they match (10 epochs, no flags).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:?usage: bench/fmnist_accuracy.sh BUILD budget|peer|teacher|distill|summary [EPOCHS] [attn train flags]}
-mode=${2:?expected a mode: budget | peer | teacher | distill | summary}
+build=${1:?usage: bench/fmnist_accuracy.sh BUILD budget|peer|teacher|distill|same-budget|summary [EPOCHS|MINUTES] [attn train flags]}
+mode=${2:?expected a mode: budget | peer | teacher | distill | same-budget | summary}
 shift 2
 [[ "$build" = /* ]] || build="$root/$build"
 attn="$build/attn"
@@ -123,8 +132,44 @@ case $mode in
       done
     done
     ;;
+  same-budget)
+    need_attn
+    minutes=$(epochs_arg "${1:-}" 120); [[ "${1:-}" =~ ^[0-9]+$ ]] && shift
+    py=/usr/bin/python3
+    for model in ${SAME_BUDGET_MODELS:-vit_fmnist_small swin_fmnist resnet_fmnist}; do
+      name=same-budget-m$minutes-$model
+      model_lr=1e-3; [[ $model = resnet_fmnist ]] && model_lr=2e-3   # the teacher's recipe
+      if [[ ! -f "$work/$name/metrics.json" && ! -f "$work/$name/checkpoint.safetensors" ]]; then
+        # The probe: 20 steps, its training images per second -> the epochs the budget holds.
+        "$attn" train --model "$model" --max-steps 20 --limit-eval 256 --seed 0 "${recipe[@]}" \
+          --out "$work/$name-probe" "$@" > "$work/$name-probe.txt" 2>&1
+        ips=$($py -c "import json,sys; print(json.load(open(sys.argv[1]))['images_per_second'])" "$work/$name-probe/metrics.json")
+        epochs=$($py -c "import sys; print(max(1, int(float(sys.argv[1]) * 60 * float(sys.argv[2]) / 55000 * 0.95)))" "$minutes" "$ips")
+        echo "$epochs" > "$work/$name.epochs"
+        rm -rf "$work/$name-probe"
+        echo "== $model: $ips img/s in the probe: $epochs epochs in $minutes minutes" >&2
+      fi
+      lr=$model_lr run_attn "$name" "$model" "$(cat "$work/$name.epochs")" 0 --max-minutes "$minutes" "$@"
+    done
+    $py - "$work" "$minutes" "${ATTN_HOST:-$(hostname)}" ${SAME_BUDGET_MODELS:-vit_fmnist_small swin_fmnist resnet_fmnist} <<'PY'
+import datetime, json, os, sys
+work, minutes, host, models = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+print(f"\nFashion-MNIST at {minutes} minutes of training each (test accuracy, %), results_table.py records:")
+for m in models:
+    path = os.path.join(work, f"same-budget-m{minutes}-{m}", "metrics.json")
+    if not os.path.exists(path):
+        continue
+    r = json.load(open(path))
+    planned = open(os.path.join(work, f"same-budget-m{minutes}-{m}.epochs")).read().strip()
+    print(json.dumps({"kind": "accuracy", "benchmark": "fmnist_same_budget", "case": f"{m}, {minutes} minutes",
+                      "host": host, "date": datetime.date.today().isoformat(),
+                      "command": f"bash bench/fmnist_accuracy.sh build/test same-budget {minutes}", "unit": "%",
+                      "attn": round(100 * r["test_accuracy"], 2),
+                      "extra": {"seconds": round(r["seconds"]), "epochs": int(planned), "steps": r["steps"]}}))
+PY
+    ;;
   summary) ;;
-  *) echo "fmnist_accuracy.sh: unknown mode '$mode' (expected budget | peer | teacher | distill | summary)" >&2; exit 2 ;;
+  *) echo "fmnist_accuracy.sh: unknown mode '$mode' (expected budget | peer | teacher | distill | same-budget | summary)" >&2; exit 2 ;;
 esac
 
 /usr/bin/python3 - "$work" <<'EOF'

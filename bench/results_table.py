@@ -218,6 +218,12 @@ BENCHMARKS = [
     Bench("bert_infer_bf16", "speed", "BERT inference, bf16",
           "The same with attn's bf16 Linear weights against PyTorch's bf16 autocast; needs a CPU with a bf16 matmul.",
           {"batch 1, sequence 128, vs PyTorch": faster(1.5), "batch 8, sequence 128, vs PyTorch": faster(1.5)}),
+    Bench("bert_finetune", "speed", "BERT fine-tuning step",
+          "bert-base-uncased as BertForSequenceClassification (dropout 0.1), batch 8 × 128 random token ids, "
+          "cross-entropy, AdamW, f32, train mode (bench/bert_finetune_bench.cpp), against the Hugging Face-layout "
+          "module tree of tests/golden/gen/bert.py in PyTorch on the same shapes; median step time, with --rounds "
+          "the median of alternated rounds' ratios.",
+          {"bert-base-uncased, batch 8 × 128, training step": faster(1.3)}),
     Bench("vit_train", "speed", "Fashion-MNIST ViTs: training step and inference",
           "Training step at batch 128 (AdamW) and inference at batch 256, against the same model in PyTorch "
           "(its inference timed whole and in slices of 16 and 32, its best counted); with --rounds, the median "
@@ -225,6 +231,11 @@ BENCHMARKS = [
           "D 192, 3 heads, MLP 768.",
           {"vit_fmnist_small, training step": faster(1.5), "vit_fmnist_small, inference": faster(2),
            "vit_fmnist, training step": faster(1.5), "vit_fmnist, inference": faster(2)}),
+    Bench("swin_train", "speed", "Fashion-MNIST Swin: training step",
+          "swin_fmnist (patch 2, window 7, C 48, depths 2 / 6, heads 3 / 6, drop-path 0.1) at batch 128, AdamW, "
+          "label smoothing 0.1, f32, against torchvision's SwinTransformer of the same sizes "
+          "(`vit_train_bench --model swin_fmnist`); with --rounds, the median of alternated rounds.",
+          {"swin_fmnist, training step": faster(1.5)}),
     Bench("encoder_block", "speed", "Pre-norm Transformer encoder block",
           "D 768, 12 heads, T 197, batch 8, f32; median of the timed runs, each side at its better wait policy.",
           {"forward + backward": faster(1.5), "forward (training)": NO_TARGET, "forward, no grad": NO_TARGET}),
@@ -287,6 +298,11 @@ BENCHMARKS = [
     Bench("fmnist_teacher", "accuracy", "CNN teacher for distillation",
           "resnet_fmnist (stages 32 / 64 / 128 × 2 basic blocks), 15 epochs, AdamW 2e-3; test accuracy.",
           {"resnet_fmnist, 15 epochs": accuracy_at_least(93)}, peer_label=None),
+    Bench("fmnist_same_budget", "accuracy", "Fashion-MNIST at one time budget: ViT, Swin and the CNN",
+          "vit_fmnist_small, swin_fmnist and resnet_fmnist each trained for the same wall time on 2 threads, seed 0 "
+          "(`bash bench/fmnist_accuracy.sh build/test same-budget MINUTES`): the epochs each one's measured "
+          "speed fits in the budget, the budget recipe (resnet_fmnist: lr 2e-3, as the teacher); test accuracy.",
+          {}, peer_label=None),
     Bench("distillation", "accuracy", "DeiT distillation on Fashion-MNIST",
           "deit_fmnist_small_distilled with the resnet_fmnist teacher against vit_fmnist_small without it, "
           "10 epochs, the budget recipe; test accuracy (both heads averaged), mean of seeds 0 and 1.",
@@ -466,6 +482,12 @@ def normalise(path, detail=False):
                 ratio=round(j["train_speedup"], 2))
             rec("speed", "vit_train", f"{model}, inference", "ms", j["attn_infer_ms"], j["torch_infer_ms"],
                 ratio=round(j["infer_speedup"], 2))
+        elif b == "swin_train":
+            rec("speed", "swin_train", f"{j['model']}, training step", "ms", j["attn_ms"], j["torch_ms"],
+                ratio=round(j["train_speedup"], 2))
+        elif b == "bert_finetune":
+            rec("speed", "bert_finetune", f"{j['model']}, batch {j['batch']} × {j['seq_len']}, training step", "ms",
+                j["attn_ms"], j["torch_ms"], ratio=round(j["speedup"], 2))
         elif b == "transformer_decode":
             rec("speed", "transformer_decode", "with a KV cache", "tok/s", j["attn_cached_tok_s"],
                 j["torch_cached_tok_s"])
@@ -569,7 +591,7 @@ scripts/test.sh`), not here.
 Reproduce: `bash bench/run_all.sh build/test` runs the speed benchmarks with the commands shown in the
 tables (linear_train and folder_eval are run by hand), bracketed by FMA-ceiling probes (`bench/fma_peak_bench`:
 a 2-thread figure well under twice the 1-thread one means the run did not get both cores). The accuracy
-runs take hours: `bash bench/fmnist_accuracy.sh build/test budget|peer|teacher|distill` and `bash
+runs take hours: `bash bench/fmnist_accuracy.sh build/test budget|peer|teacher|distill|same-budget` and `bash
 bench/translate.sh build/test hour|rnn-hour`. Use a quiet machine: on a shared one 2-thread OpenMP
 regions wait for cores and ratios move by 2×.
 

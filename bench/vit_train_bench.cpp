@@ -7,6 +7,9 @@
 // in slices of 16 and 32 images, and its best is compared.
 // --steps 0 skips the training step (for profiling the inference alone).
 // --model vit_fmnist_small measures the 2-hour-budget ViT (D 128, heads 4, MLP 256) instead.
+// --model swin_fmnist measures the Fashion-MNIST Swin (patch 2, window 7, C 48, depths 2 / 6) against
+// torchvision's SwinTransformer of the same sizes (bench/peers/swin_train.py); its JSON line is
+// "bench": "swin_train". (--infer-reps 0 skips inference, as --steps 0 skips training.)
 //
 // --rounds N times training and inference N times, alternating attn and PyTorch, and reports the
 // medians of the per-round ratios.
@@ -45,11 +48,12 @@ int main(int argc, char** argv) {
   }
   set_num_threads(threads);
   manual_seed(0);
-  if (model_name != "vit_fmnist" && model_name != "vit_fmnist_small") {
-    std::fprintf(stderr, "vit_train_bench: expected --model vit_fmnist or vit_fmnist_small, got '%s'\n",
+  if (model_name != "vit_fmnist" && model_name != "vit_fmnist_small" && model_name != "swin_fmnist") {
+    std::fprintf(stderr, "vit_train_bench: expected --model vit_fmnist, vit_fmnist_small or swin_fmnist, got '%s'\n",
                  model_name.c_str());
     return 2;
   }
+  const bool swin = model_name == "swin_fmnist";
   auto model = models::create_model(model_name);
   model->train();
   optim::AdamW opt(optim::param_groups_weight_decay(*model, 0.05), {.lr = 1e-3, .weight_decay = 0.05});
@@ -87,7 +91,7 @@ int main(int argc, char** argv) {
   int torch_chunk = 0;
   nlohmann::json torch_by_chunk = nlohmann::json::object(), rounds_json = nlohmann::json::array();
   std::vector<double> attn_inf, torch_inf, ratios;
-  const std::string script = std::string(ATTN_SOURCE_DIR) + "/bench/peers/vit_train.py";
+  const std::string script = std::string(ATTN_SOURCE_DIR) + (swin ? "/bench/peers/swin_train.py" : "/bench/peers/vit_train.py");
   for (int r = 0; r < rounds; ++r) {
     const double at = attn_train();
     const double a = infer_reps > 0 ? attn_infer() : NAN;
@@ -130,9 +134,7 @@ int main(int argc, char** argv) {
   const double infer_ms = median(attn_inf), torch_infer_ms = median(torch_inf), infer_ratio = median(ratios);
   const double ms = median(attn_tr), torch_ms = median(torch_tr), train_ratio = median(train_ratios);
   std::printf("%s (%s, drop-path 0.1), f32, %d threads, median\n", model_name.c_str(),
-              model_name == "vit_fmnist" ? "patch 4, D 192, depth 6, heads 3, MLP 768"
-                                         : "patch 4, D 128, depth 6, heads 4, MLP 256",
-              threads);
+              models::model_entry(model_name).description.c_str(), threads);
   std::printf("  training step, batch %lld, AdamW (%d steps)\n", (long long)B, steps);
   std::printf("    attn     %9.1f ms  %8.0f img/s\n", ms, B / (ms * 1e-3));
   std::printf("    PyTorch  %9.1f ms  %8.0f img/s  (OMP_WAIT_POLICY=PASSIVE)\n", torch_ms, B / (torch_ms * 1e-3));
@@ -147,7 +149,7 @@ int main(int argc, char** argv) {
               torch_by_chunk.dump().c_str());
   std::printf("    attn / PyTorch images/s = %.2fx%s\n", infer_ratio,
               rounds > 1 ? " (median of the rounds' ratios; times are medians too)" : "");
-  std::cout << nlohmann::json({{"bench", "vit_train"}, {"model", model_name}, {"attn_ms", ms}, {"torch_ms", torch_ms},
+  std::cout << nlohmann::json({{"bench", swin ? "swin_train" : "vit_train"}, {"model", model_name}, {"attn_ms", ms}, {"torch_ms", torch_ms},
                                {"attn_infer_ms", infer_ms}, {"attn_infer_chunk", chunk},
                                {"torch_infer_ms", torch_infer_ms}, {"torch_infer_chunk", torch_chunk},
                                {"torch_infer_ms_by_chunk", torch_by_chunk},

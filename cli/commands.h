@@ -18,6 +18,8 @@ void add_align(CLI::App& app);
 void add_bench(CLI::App&);
 void add_fill_mask(CLI::App& app);
 void add_embed(CLI::App& app);
+void add_classify_text(CLI::App& app);   // classify_text.cpp
+void add_tag(CLI::App& app);             // tag.cpp
 
 
 // Applies --threads (0 = ATTN_NUM_THREADS or all cores).

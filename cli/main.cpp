@@ -8,6 +8,8 @@
 //   attn translate runs/tf/checkpoint.safetensors "In the beginning" --beam 4
 //   attn fill-mask --weights bert-base-uncased/model.safetensors "The [MASK] of the world."
 //   attn embed bert.safetensors --pooling mean < sentences.txt
+//   attn classify-text runs/lex/checkpoint.safetensors "a small domesticated carnivore"
+//   attn tag runs/sst/checkpoint.safetensors "The dogs barked at the mailman"
 #include <unistd.h>
 
 #include <cstdio>
@@ -43,6 +45,8 @@ int main(int argc, char** argv) {
   attn::cli::add_bench(app);
   attn::cli::add_fill_mask(app);
   attn::cli::add_embed(app);
+  attn::cli::add_classify_text(app);
+  attn::cli::add_tag(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

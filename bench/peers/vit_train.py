@@ -1,13 +1,11 @@
 """PyTorch peer of bench/vit_train_bench.cpp: the vit_fmnist training step (batch 128, AdamW, label
-smoothing 0.1, drop-path 0.1 linear in depth) and inference at batch 256, timm's architecture."""
+smoothing 0.1, drop-path 0.1 linear in depth) and inference at batch 256, timm's architecture; the
+timing is train_step.py's."""
 import peer_env  # noqa: F401  (before torch: OpenBLAS's kernels for this CPU, see peer_env.py)
-import argparse
-import json
-import time
-
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
+
+import train_step
 
 
 class DropPath(nn.Module):
@@ -82,58 +80,11 @@ class ViT(nn.Module):
 MODELS = {"vit_fmnist": dict(dim=192, heads=3, mlp=768), "vit_fmnist_small": dict(dim=128, heads=4, mlp=256)}
 
 
-def median(ts):
-    ts = sorted(ts)
-    return ts[len(ts) // 2]
-
-
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--steps", type=int, default=10)
-    p.add_argument("--infer-reps", type=int, default=10)
-    p.add_argument("--model", choices=sorted(MODELS), default="vit_fmnist")
-    p.add_argument("--infer-chunks", default="0",
-                   help="comma-separated slice sizes to time the inference batch in (0: whole); infer_ms is the best")
-    a = p.parse_args()
+    a = train_step.parse_args(MODELS, "vit_fmnist")
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    model = ViT(**MODELS[a.model])
-    decay = [p for n, p in model.named_parameters() if p.ndim > 1 and "pos_embed" not in n and "token" not in n]
-    no_decay = [p for n, p in model.named_parameters() if not (p.ndim > 1 and "pos_embed" not in n and "token" not in n)]
-    opt = torch.optim.AdamW([{"params": no_decay, "weight_decay": 0.0}, {"params": decay, "weight_decay": 0.05}],
-                            lr=1e-3)
-    x = torch.randn(128, 1, 28, 28)
-    y = torch.randint(0, 10, (128,))
-    ts = []
-    for i in range(a.steps + 2):
-        t0 = time.perf_counter()
-        loss = F.cross_entropy(model(x), y, label_smoothing=0.1)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        if i >= 2:
-            ts.append((time.perf_counter() - t0) * 1e3)
-    model.eval()
-    xi = torch.randn(256, 1, 28, 28)
-    by_chunk = {}
-    with torch.no_grad():
-        for chunk in [int(c) for c in a.infer_chunks.split(",")]:
-            ti = []
-            for i in range(a.infer_reps + 2):
-                t0 = time.perf_counter()
-                if chunk > 0:
-                    for c in range(0, len(xi), chunk):
-                        model(xi[c:c + chunk])
-                else:
-                    model(xi)
-                if i >= 2:
-                    ti.append((time.perf_counter() - t0) * 1e3)
-            by_chunk[chunk] = median(ti) if ti else None
-    by_chunk = {c: t for c, t in by_chunk.items() if t is not None}
-    best = min(by_chunk, key=by_chunk.get) if by_chunk else 0
-    print(json.dumps({"ms": median(ts) if ts else None, "infer_ms": by_chunk.get(best), "infer_chunk": best,
-                      "infer_ms_by_chunk": {str(c): t for c, t in by_chunk.items()}}))
+    train_step.run(ViT(**MODELS[a.model]), a)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-// attn eval CKPT: accuracy and loss of a checkpoint on a dataset split.
+// attn eval CKPT: accuracy and loss of a checkpoint on a dataset split (BERT text checkpoints of
+// attn train --task classify | tag: accuracy, macro-F1 and span F1 on their WordNet data).
 // attn eval --weights W --model NAME --data DIR (or a checkpoint made by `attn convert`): top-1 / top-5
 // of foreign ImageNet weights on a folder of labelled images (infer/folder_eval.h), with the weights'
 // own eval preprocessing, as timm's validate.py reports them. Every classifier comes from
@@ -7,6 +8,7 @@
 #include <filesystem>
 
 #include "attn/attn.h"
+#include "attn/core/json_config.h"
 #include "attn/data/dataset.h"
 #include "attn/data/fashion_mnist.h"
 #include "attn/data/image_folder.h"
@@ -16,6 +18,7 @@
 #include "attn/models/pretrained.h"
 #include "attn/train/tasks/image_classification.h"
 #include "attn/infer/translate.h"
+#include "attn/train/tasks/sequence_classification.h"
 #include "attn/train/tasks/translation.h"
 #include "attn/viz/plot.h"
 #include "../commands.h"
@@ -110,6 +113,39 @@ void eval_translation(const std::string& ckpt, io::CheckpointWeights weights, co
   }
 }
 
+// Accuracy and macro-F1 (sequence labelling: span F1 too) of a fine-tuned BERT checkpoint on a split
+// of the data it was trained on.
+void eval_text(const std::string& ckpt, const nlohmann::json& meta, const std::string& split, int64_t limit,
+               int64_t batch, bool json) {
+  const infer::TextModel m = infer::load_text_model(ckpt);
+  ConfigReader r = ConfigReader(meta, "checkpoint '" + ckpt + "'").object("text_task");
+  const std::string data = r.get<std::string>("data");
+  const int64_t n = limit > 0 ? limit : 0;
+  train::TextTaskData d = train::load_text_task_data(data, r.get<uint64_t>("seed"), m.pipeline.tokenizer,
+                                                     r.get<int64_t>("max_length", Range::positive), n, n);
+  ATTN_CHECK(d.labels == m.labels, "eval: '", ckpt, "' predicts ", m.labels.size(), " labels (", m.labels.front(),
+             ", ...), but ", data, " has ", d.labels.size(), " (", d.labels.front(), ", ...)");
+  ATTN_CHECK(split == "train" || split == "val" || split == "test", "eval: expected --split train | val | test, got '",
+             split, "'");
+  const std::vector<data::EncodedText>& ex = split == "train" ? d.train : split == "val" ? d.validation : d.test;
+  const train::TextEvalResult e = train::evaluate_text_model(*m.pipeline.model, ex, d.labels, m.tagger,
+                                                             m.pipeline.tokenizer.pad_id(), batch);
+  if (json) {
+    nlohmann::json j = {{"checkpoint", ckpt}, {"data", data}, {"split", split}, {"count", e.count},
+                        {"loss", e.loss}, {"accuracy", e.accuracy}, {"macro_f1", e.macro_f1}};
+    if (m.tagger) j.update({{"span_f1", e.span.f1}, {"span_precision", e.span.precision}, {"span_recall", e.span.recall},
+                            {"gold_spans", e.span.gold}, {"predicted_spans", e.span.predicted}});
+    std::printf("%s\n", j.dump().c_str());
+    return;
+  }
+  std::printf("%s on %s/%s (%lld %s): accuracy %.2f%%, macro-F1 %.4f", ckpt.c_str(), data.c_str(), split.c_str(),
+              (long long)e.count, m.tagger ? "sentences; token" : "examples", 100 * e.accuracy, e.macro_f1);
+  if (m.tagger)
+    std::printf(", span F1 %.4f (precision %.4f, recall %.4f; %lld gold spans)", e.span.f1, e.span.precision,
+                e.span.recall, (long long)e.span.gold);
+  std::printf(", loss %.4f\n", e.loss);
+}
+
 }  // namespace
 
 void add_eval(CLI::App& app) {
@@ -165,6 +201,12 @@ void add_eval(CLI::App& app) {
     ATTN_CHECK(o->source.dtype == "f32" && !o->source.preprocess_given(),
                "eval: --dtype and the preprocessing flags go with foreign or converted weights; attn's own "
                "checkpoints are evaluated as they were trained");
+    if (const nlohmann::json meta = io::read_checkpoint_metadata(src.path);
+        meta.contains("text_task") && meta.contains("task")) {
+      no_confusion("BERT text models");
+      eval_text(o->ckpt, meta, split_given ? o->split : "test", o->limit, std::min<int64_t>(o->batch, 64), o->json);
+      return;
+    }
     if (infer::is_translation_checkpoint(o->ckpt)) {
       no_confusion("translation models");
       eval_translation(o->ckpt, src.weights, o->split, o->limit, o->beam, o->length_penalty, o->hyps_out, o->json);

@@ -1,9 +1,13 @@
 // attn train: any registered model on its task (train/trainer.h): image classifiers (optionally with
-// DeiT distillation from a teacher checkpoint) and translation models.
+// DeiT distillation from a teacher checkpoint), translation models, and BERT fine-tuning (--task).
 //   attn train --model transformer --data bible-en-es --model-config '{"d_model": 256}' --max-minutes 60
 //   attn train --model resnet_fmnist --epochs 10 --augment --out runs/resnet
 //   attn train --model deit_fmnist_distilled --teacher runs/resnet/checkpoint.safetensors --distill hard
+//   attn train --task classify --model bert-mini --data wordnet-lexname --init runs/pre/checkpoint.safetensors
+//   attn train --task tag --model bert-mini --data wordnet-supersense --max-steps 500
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -19,6 +23,7 @@ namespace {
 
 const char* kImageGroup = "image models";
 const char* kTranslationGroup = "translation models (--model transformer | rnn-attention)";
+const char* kTextGroup = "BERT fine-tuning (--task classify | tag)";
 
 // An option whose value lands in a std::optional (unset: the task's default).
 template <class T>
@@ -35,12 +40,16 @@ void apply_threads(int threads) {
 void add_common_train_flags(CLI::App* c, TrainFlags& f) {
   train::TrainConfig& cfg = f.cfg;
   c->add_option("--model", cfg.model, "model name (see `attn info --list`)")->capture_default_str();
+  add_optional(c, "--task", cfg.task,
+               "the task (default: the model's): classify (BERT sentence / sentence-pair classification) | tag "
+               "(BERT sequence labelling); their --model defaults to bert-mini");
   c->add_option("--model-config", f.model_json, "JSON object of config overrides, e.g. '{\"hidden\": [256]}'");
   add_optional(c, "--data", cfg.data,
                "image models: fashion-mnist (default), or a folder DIR: DIR/train/<class>/*.png|jpg and "
                "DIR/test/<class>/... (or val/; without both, validation is a fixed 10% of train/), images resized "
                "to the model's image_size, the class count taken from train/; translation models: bible-en-es "
-               "(default), synthetic:<task> or a TSV file");
+               "(default), synthetic:<task> or a TSV file; --task classify: wordnet-lexname (default) | "
+               "wordnet-pairs; --task tag: wordnet-supersense");
   add_optional(c, "--epochs", cfg.epochs, "epochs (default: image 5, translation 10)");
   c->add_option("--max-steps", cfg.max_steps, "stop after N optimizer steps");
   c->add_option("--max-minutes", cfg.max_minutes, "stop training after this wall time, then evaluate");
@@ -74,8 +83,9 @@ void add_image_train_flags(CLI::App* c, TrainFlags& f) {
   train::ImageTaskConfig& ic = f.cfg.image;
   const char* g = kImageGroup;
   c->add_option("--data-dir", ic.data_dir, "where the Fashion-MNIST files are")->group(g)->capture_default_str();
-  c->add_option("--batch", ic.batch)->group(g)->capture_default_str();
-  c->add_option("--limit-eval", ic.limit_eval, "evaluate on the first N images")->group(g);
+  c->add_option("--batch", ic.batch, "images per batch (BERT fine-tuning: examples, default 32)")->group(g)
+      ->capture_default_str();
+  c->add_option("--limit-eval", ic.limit_eval, "evaluate on the first N images (BERT fine-tuning: examples)")->group(g);
   c->add_flag("--augment,!--no-augment", ic.augment, "random crop (padding 2) + flip")->group(g);
   c->add_option("--rand-augment", ic.rand_augment, "RandAugment: number of ops per image (0: off; DeiT: 2)")
       ->group(g)->capture_default_str();
@@ -93,7 +103,8 @@ void add_translation_train_flags(CLI::App* c, TrainFlags& f) {
   train::TranslationTaskConfig& tc = f.cfg.translation;
   const char* g = kTranslationGroup;
   c->add_option("--max-tokens", tc.max_tokens, "tokens per batch (B x longest side)")->group(g)->capture_default_str();
-  c->add_option("--max-length", tc.max_length, "drop longer training pairs (tokens)")->group(g)->capture_default_str();
+  c->add_option("--max-length", tc.max_length, "drop longer training pairs (tokens; BERT fine-tuning: tokens per "
+                "sequence, longer ones cut, default 128)")->group(g)->capture_default_str();
   c->add_option("--vocab-size", tc.vocab_size, "SentencePiece vocabulary (joint)")->group(g)->capture_default_str();
   c->add_option("--tokenizer", tc.tokenizer, "auto | unigram | bpe | char")->group(g)->capture_default_str();
   c->add_option("--eval-sentences", tc.eval_sentences, "dev sentences decoded for the logged BLEU")->group(g)
@@ -102,6 +113,25 @@ void add_translation_train_flags(CLI::App* c, TrainFlags& f) {
   c->add_option("--synthetic-size", tc.synthetic_size, "pairs of a synthetic:<task> dataset")->group(g)
       ->capture_default_str();
   c->add_option("--limit-test", tc.limit_test, "decode only the first N test pairs")->group(g);
+}
+
+void add_text_train_flags(CLI::App* c, TrainFlags& f) {
+  train::TextTaskConfig& tc = f.cfg.text;
+  const char* g = kTextGroup;
+  c->add_option("--init", f.cfg.init, "pre-trained weights: an attn checkpoint of a BERT (e.g. from pre-training) or "
+                "transformers' model.safetensors (config.json beside it); the encoder is loaded, the head is new")->group(g);
+  c->add_option("--vocab", tc.vocab, "vocab.txt (default: beside --init's weights, else bert-base-uncased's)")->group(g);
+}
+
+// The flags BERT fine-tuning shares with the other tasks' groups: --batch (examples, default 32),
+// --limit-eval (validation / test examples) and --max-length (tokens per sequence, default 128).
+const char* kTextShared[] = {"--batch", "--limit-eval", "--max-length"};
+
+void take_text_shared_flags(const CLI::App* c, TrainFlags& f) {
+  train::TextTaskConfig& tc = f.cfg.text;
+  if (c->count("--batch")) tc.batch = f.cfg.image.batch;
+  if (c->count("--limit-eval")) tc.limit_eval = f.cfg.image.limit_eval;
+  if (c->count("--max-length")) tc.max_length = f.cfg.translation.max_length;
 }
 
 void finish_train_flags(TrainFlags& f) {
@@ -119,7 +149,7 @@ void print_result(const train::TrainResult& r) {
     return;
   }
   const nlohmann::json& m = r.metrics;
-  if (m.contains("test_accuracy")) {
+  if (m.contains("test_accuracy") && !m.contains("test_macro_f1")) {
     std::printf("test accuracy: %.2f%%  (test loss %.4f, val accuracy %.2f%%, %lld steps, %.0f img/s end to end)\n",
                 100 * r.metric("test_accuracy"), r.metric("test_loss"), 100 * r.metric("val_accuracy"),
                 (long long)r.steps, r.items_per_second);
@@ -132,6 +162,14 @@ void print_result(const train::TrainResult& r) {
     std::printf("test %s\n  exact match %.2f%%  (%lld steps, %.0f target tokens/s, %.1f min of training)\n",
                 m["test_bleu_line"].get<std::string>().c_str(), 100 * r.metric("test_exact_match"), (long long)r.steps,
                 r.items_per_second, r.train_seconds / 60);
+  if (m.contains("test_macro_f1")) {
+    std::printf("test accuracy: %.2f%%, macro-F1 %.4f", 100 * r.metric("test_accuracy"), r.metric("test_macro_f1"));
+    if (m.contains("test_span_f1"))
+      std::printf(", span F1 %.4f (precision %.4f, recall %.4f)", r.metric("test_span_f1"),
+                  r.metric("test_span_precision"), r.metric("test_span_recall"));
+    std::printf("  (test loss %.4f, %lld steps, %.0f tokens/s)\n", r.metric("test_loss"), (long long)r.steps,
+                r.items_per_second);
+  }
   std::printf("checkpoint: %s\nlog:        %s\ncurve:      %s\nmetrics:    %s\n", r.checkpoint.c_str(), r.log.c_str(),
               r.plot.c_str(), r.metrics_path.c_str());
   if (m.contains("samples")) std::printf("samples:    %s\n", m["samples"].get<std::string>().c_str());
@@ -146,7 +184,8 @@ void add_train(CLI::App& app) {
   c->add_option("--teacher", ic.teacher, "DeiT distillation: the teacher's checkpoint (any attn classifier)")
       ->group(kImageGroup);
   c->add_option("--distill", ic.distill, "distillation: none | soft | hard (needs a distilled model, e.g. "
-                                          "deit_fmnist_distilled; none trains its class head only)")
+                                          "deit_fmnist_distilled or swin_fmnist_distilled; none trains its class "
+                                          "head only)")
       ->check(CLI::IsMember({"none", "soft", "hard"}))
       ->group(kImageGroup)
       ->capture_default_str();
@@ -154,15 +193,25 @@ void add_train(CLI::App& app) {
       ->capture_default_str();
   c->add_option("--tau", ic.tau, "soft distillation temperature")->group(kImageGroup)->capture_default_str();
   add_translation_train_flags(c, *f);
+  add_text_train_flags(c, *f);
   c->callback([c, f] {
     finish_train_flags(*f);
-    // A flag of the other task's group is refused: it would silently do nothing.
-    const bool translation = models::has_model(f->cfg.model) &&
+    // A flag of another task's group is refused: it would silently do nothing.
+    const bool text = f->cfg.task && (*f->cfg.task == "classify" || *f->cfg.task == "tag");
+    const bool translation = !text && models::has_model(f->cfg.model) &&
                              models::model_entry(f->cfg.model).task == models::kTranslation;
-    const std::string other = translation ? kImageGroup : kTranslationGroup;
-    for (const CLI::Option* o : c->get_options())
-      ATTN_CHECK(o->get_group() != other || o->count() == 0, "train: ", o->get_name(), " applies to ", other,
-                 ", not to ", f->cfg.model, translation ? " (translation batches are sized with --max-tokens)" : "");
+    const std::string own = text ? kTextGroup : translation ? kTranslationGroup : kImageGroup;
+    for (const CLI::Option* o : c->get_options()) {
+      const std::string g = o->get_group();
+      const bool shared = text && std::any_of(std::begin(kTextShared), std::end(kTextShared),
+                                              [&](const char* n) { return o->check_lname(n + 2); });
+      ATTN_CHECK(shared || g == own || (g != kImageGroup && g != kTranslationGroup && g != kTextGroup) || o->count() == 0,
+                 "train: ", o->get_name(), " applies to ", g, ", not to ", text ? "--task " + *f->cfg.task : f->cfg.model,
+                 translation ? " (translation batches are sized with --max-tokens)" : "");
+    }
+    if (text) take_text_shared_flags(c, *f);
+    // BERT fine-tuning from scratch without --model: bert-mini (the default model is an image classifier).
+    if (text && c->count("--model") == 0 && f->cfg.init.empty()) f->cfg.model = "bert-mini";
     print_result(train::train(f->cfg));
   });
 }

@@ -17,6 +17,7 @@ struct TrainFlags {
 void add_common_train_flags(CLI::App* c, TrainFlags& f);   // every task's
 void add_image_train_flags(CLI::App* c, TrainFlags& f);    // image classification (no distillation)
 void add_translation_train_flags(CLI::App* c, TrainFlags& f);
+void add_text_train_flags(CLI::App* c, TrainFlags& f);       // BERT fine-tuning (--init, --vocab)
 // After parsing: --threads and --model-config applied.
 void finish_train_flags(TrainFlags& f);
 void print_result(const train::TrainResult& r);

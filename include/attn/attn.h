@@ -55,6 +55,7 @@
 #include "attn/nn/sequential.h"
 // models, optim, data, io, train, infer, viz
 #include "attn/models/bert.h"
+#include "attn/models/distilled.h"
 #include "attn/models/mlp.h"
 #include "attn/models/name_maps.h"
 #include "attn/models/pretrained.h"
@@ -99,6 +100,7 @@
 #include "attn/infer/embed.h"
 #include "attn/infer/fill_mask.h"
 #include "attn/viz/explain.h"
+#include "attn/viz/explain_swin.h"
 #include "attn/viz/heatmap.h"
 #include "attn/viz/inspect.h"
 #include "attn/viz/plot.h"

@@ -47,6 +47,10 @@ constexpr Variable kVariables[] = {
      "models when none is beside their weights; also where the tests look for it.",
      "infer::BertSource::vocab (attn/infer/bert_pipeline.h); the CLI's --vocab",
      "when a BERT text command (fill-mask, embed, explain --text) looks for its vocabulary"},
+    {"ATTN_WORDNET_DIR", "a directory", "/usr/share/wordnet (Debian's wordnet-base)",
+     "Where Princeton WordNet 3.0's database (data.noun, noun.exc, ...) is: the BERT pre-training and "
+     "fine-tuning data read it.",
+     "data::WordNet::open(dir) (attn/data/wordnet.h)", "when WordNet is first opened"},
     {"OMP_WAIT_POLICY", "ACTIVE | PASSIVE", "PASSIVE in the attn CLI; libgomp's own elsewhere",
      "Read by libgomp when it loads. The CLI re-runs itself once with PASSIVE when it is unset (threads sleep "
      "at barriers: much faster on a loaded machine).",
@@ -122,6 +126,11 @@ std::string parse_bert_vocab(const char* value, const char* home) {
   return std::string(home ? home : "") + "/.cache/attn/bert-base-uncased/vocab.txt";
 }
 std::string bert_vocab_cache() { return parse_bert_vocab(raw("ATTN_BERT_VOCAB"), std::getenv("HOME")); }
+
+std::string wordnet_dir() {
+  const char* v = raw("ATTN_WORDNET_DIR");
+  return v && *v ? v : "/usr/share/wordnet";
+}
 
 std::optional<int64_t> max_inflated_bytes() { return parse_max_inflated_bytes(raw("ATTN_MAX_INFLATED_BYTES")); }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "attn/autograd/grad_mode.h"
 #include "attn/core/json_config.h"
@@ -34,6 +35,7 @@ SwinConfig swin_config_from_json(const nlohmann::json& j) {
   c.version = r.get<int64_t>("version", Range::positive);
   c.pretrained_window_sizes = r.get_or("pretrained_window_sizes", std::vector<int64_t>{}, Range::non_negative);
   c.convention = r.get_or("convention", "torchvision");
+  c.distilled = r.get_or("distilled", false);
   r.ignore("model");
   r.finish();
   return c;
@@ -44,7 +46,7 @@ nlohmann::json swin_config_to_json(const SwinConfig& c) {
           {"num_classes", c.num_classes}, {"embed_dim", c.embed_dim}, {"depths", c.depths}, {"heads", c.heads},
           {"window_size", c.window_size}, {"mlp_ratio", c.mlp_ratio}, {"drop", c.drop}, {"attn_drop", c.attn_drop},
           {"drop_path", c.drop_path}, {"version", c.version}, {"pretrained_window_sizes", c.pretrained_window_sizes},
-          {"convention", c.convention}};
+          {"convention", c.convention}, {"distilled", c.distilled}};
 }
 
 namespace {
@@ -159,20 +161,24 @@ SwinBlock::SwinBlock(const SwinConfig& c, int64_t dim, int64_t heads, int64_t wi
   mlp->push_back(std::make_shared<nn::Dropout>(c.drop));
 }
 
-Tensor SwinBlock::forward(const Tensor& x) const {
-  bool shift = true;
-  if (hf_) {   // transformers' SwinLayer.set_shift_and_window_size
+std::pair<int64_t, int64_t> SwinBlock::effective_shift(int64_t h, int64_t w) const {
+  // transformers' SwinLayer.set_shift_and_window_size: no shift on a map the window covers.
+  return attn->effective_shift(h, w, !hf_ || std::min(h, w) > attn->options().window_h);
+}
+
+Tensor SwinBlock::forward(const Tensor& x, Tensor* weights) const {
+  const bool shift = !hf_ || std::min(x.size(1), x.size(2)) > attn->options().window_h;
+  if (hf_) {
     const int64_t side = std::min(x.size(1), x.size(2)), ws = attn->options().window_h;
     ATTN_CHECK(side >= ws, "swin (convention hf): a ", x.size(1), " x ", x.size(2), " map is smaller than the ",
                ws, " x ", ws, " window, which transformers' Swin cannot run either (its window shrinks to ", side,
                " but its position bias stays ", ws * ws, " x ", ws * ws, "); use a larger image");
-    shift = side > ws;
   }
   if (v2_) {
-    Tensor h = x + drop_path->forward(norm1->forward(attn->forward(x, shift)));
+    Tensor h = x + drop_path->forward(norm1->forward(attn->forward(x, shift, weights)));
     return h + drop_path->forward(norm2->forward(mlp->forward(h)));
   }
-  Tensor h = x + drop_path->forward(attn->forward(norm1->forward(x), shift));
+  Tensor h = x + drop_path->forward(attn->forward(norm1->forward(x), shift, weights));
   return h + drop_path->forward(mlp->forward(norm2->forward(h)));
 }
 
@@ -241,6 +247,7 @@ SwinTransformer::SwinTransformer(const SwinConfig& c, std::string name) : cfg_(c
   const int64_t last = c.embed_dim << (c.depths.size() - 1);
   norm_ = register_module("norm", std::make_shared<nn::LayerNorm>(last, 1e-5));
   head_ = register_module("head", std::make_shared<nn::Linear>(last, c.num_classes));
+  if (c.distilled) head_dist_ = register_module("head_dist", std::make_shared<nn::Linear>(last, c.num_classes));
   swin_init_linears(*this);
 }
 
@@ -297,8 +304,36 @@ std::vector<Tensor> SwinTransformer::forward_intermediates(const Tensor& images,
   return out;
 }
 
+std::pair<Tensor, Tensor> SwinTransformer::forward_heads(const Tensor& images) const {
+  const Tensor pooled = mean(forward_features(images), {1, 2});
+  return {head_->forward(pooled), head_dist_ ? head_dist_->forward(pooled) : Tensor()};
+}
+
 Tensor SwinTransformer::forward(const Tensor& images) {
-  return head_->forward(mean(forward_features(images), {1, 2}));
+  auto [cls, dist] = forward_heads(images);
+  return dist.defined() ? combine_distilled_heads(cls, dist, distilled_output_) : cls;
+}
+
+SwinBlockAttention SwinTransformer::attention_of(const Tensor& images, int64_t stage, int64_t block) const {
+  ATTN_CHECK(stage >= 0 && stage < num_stages() && block >= 0 && block < int64_t(stages_[size_t(stage)]->size()),
+             "swin: expected a stage in [0, ", num_stages(), ") and a block of it, got stage ", stage, " block ",
+             block, " (depths ", nlohmann::json(cfg_.depths).dump(), ")");
+  NoGradGuard ng;
+  Tensor x = embed(images);
+  for (int64_t i = 0; i <= stage; ++i) {
+    if (i > 0) x = merges_[size_t(i - 1)]->forward(x);
+    const auto& blocks = *stages_[size_t(i)];
+    for (int64_t b = 0; b < (i == stage ? block : int64_t(blocks.size())); ++b) x = blocks[size_t(b)]->forward(x);
+  }
+  const SwinBlock& target = *(*stages_[size_t(stage)])[size_t(block)];
+  SwinBlockAttention r;
+  target.forward(x, &r.probs);
+  r.height = x.size(1), r.width = x.size(2), r.window = cfg_.window_size;
+  std::tie(r.shift_h, r.shift_w) = target.effective_shift(r.height, r.width);
+  r.roll_before_pad = target.attn->options().roll_before_pad;
+  const int64_t N = r.window * r.window;
+  r.probs = r.probs.reshape({x.size(0), -1, r.probs.size(1), N, N});
+  return r;
 }
 
 nlohmann::json SwinTransformer::config() const {
@@ -321,7 +356,7 @@ std::vector<std::pair<std::string, int64_t>> SwinTransformer::macs_per_stage() c
     for (const auto& b : *stages_[i]) macs += b->macs(h, w);
     out.emplace_back("stage" + std::to_string(i + 1), macs);
   }
-  out.emplace_back("head", C * cfg_.num_classes);
+  out.emplace_back("head", C * cfg_.num_classes * (cfg_.distilled ? 2 : 1));
   return out;
 }
 
@@ -346,6 +381,15 @@ void register_swin_models() {
     if (version == 2) c.image_size = 256, c.window_size = 8;
     return c;
   };
+  // 28x28 Fashion-MNIST: patch 2 (a 14 x 14 map, 2 x 2 windows of 7, shifted by 3 on odd blocks), then
+  // one merging to 7 x 7 (one window: no shift); about 50M MACs per image, as vit_fmnist_small.
+  auto fmnist = [](bool distilled) {
+    SwinConfig c;
+    c.image_size = 28, c.patch_size = 2, c.in_channels = 1, c.num_classes = 10;
+    c.embed_dim = 48, c.depths = {2, 6}, c.heads = {3, 6}, c.window_size = 7, c.drop_path = 0.1;
+    c.distilled = distilled;
+    return c;
+  };
   const std::vector<Variant> variants = {
       {"swin_t", "Swin-T (torchvision swin_t), 28.3M params", v(96, {2, 2, 6, 2}, {3, 6, 12, 24}, 0.2, 1)},
       {"swin_s", "Swin-S (torchvision swin_s), 49.6M params", v(96, {2, 2, 18, 2}, {3, 6, 12, 24}, 0.3, 1)},
@@ -353,6 +397,10 @@ void register_swin_models() {
       {"swin_v2_t", "Swin-V2-T (torchvision swin_v2_t), 28.4M params", v(96, {2, 2, 6, 2}, {3, 6, 12, 24}, 0.2, 2)},
       {"swin_v2_s", "Swin-V2-S (torchvision swin_v2_s), 49.7M params", v(96, {2, 2, 18, 2}, {3, 6, 12, 24}, 0.3, 2)},
       {"swin_v2_b", "Swin-V2-B (torchvision swin_v2_b), 87.9M params", v(128, {2, 2, 18, 2}, {4, 8, 16, 32}, 0.5, 2)},
+      {"swin_fmnist", "small Swin for 28x28 Fashion-MNIST: patch 2, window 7, C 48, depths {2, 6}, heads {3, 6}",
+       fmnist(false)},
+      {"swin_fmnist_distilled", "swin_fmnist with DeiT's distillation head (head_dist on the pooled features)",
+       fmnist(true)},
       {"swin", "a custom Swin Transformer: every config key can be set (defaults: swin_t)",
        v(96, {2, 2, 6, 2}, {3, 6, 12, 24}, 0.2, 1)},
   };

@@ -280,14 +280,6 @@ std::pair<Tensor, Tensor> VisionTransformer::forward_heads(const Tensor& images)
   return {concat(cls, 0), dist.empty() ? Tensor() : concat(dist, 0)};
 }
 
-Tensor combine_distilled_heads(const Tensor& cls, const Tensor& dist, DistilledOutput how) {
-  ATTN_CHECK(cls.defined() && dist.defined() && cls.shape() == dist.shape() && cls.dim() == 2,
-             "combine_distilled_heads: expected two (B, classes) logits of the same shape, got ",
-             cls.defined() ? cls.shape() : Shape{}, " and ", dist.defined() ? dist.shape() : Shape{});
-  if (how == DistilledOutput::softmax_sum) return softmax(cls, -1) + softmax(dist, -1);
-  return (cls + dist) * 0.5;   // DeiT / timm at inference: the mean of the two heads' logits
-}
-
 Tensor VisionTransformer::forward(const Tensor& images) {
   auto [cls, dist] = forward_heads(images);
   if (!dist.defined()) return cls;

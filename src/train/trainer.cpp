@@ -63,16 +63,35 @@ std::vector<std::string> task_kinds() {
 std::unique_ptr<Task> make_task(const TrainConfig& cfg) {
   register_builtin_tasks();
   std::string name = cfg.model;
+  std::optional<std::string> task = cfg.task;
   if (cfg.resume) {
-    // The checkpoint's model decides (a resumed run needs no --model).
+    // The checkpoint's model and task decide (a resumed run needs no --model or --task).
     const std::string ckpt = cfg.out.value_or("") + "/checkpoint.safetensors";
-    if (cfg.out && std::filesystem::exists(ckpt))
-      name = checkpoint_model_name(io::read_checkpoint_metadata(ckpt), ckpt);
+    if (cfg.out && std::filesystem::exists(ckpt)) {
+      const nlohmann::json meta = io::read_checkpoint_metadata(ckpt);
+      name = checkpoint_model_name(meta, ckpt);
+      if (meta.contains("task") && meta["task"].is_string()) {
+        const std::string saved = meta["task"].get<std::string>();
+        ATTN_CHECK(!task || *task == saved, "train --resume: '", ckpt, "' was trained on the task '", saved,
+                   "'; this call asks for --task ", *task);
+        task = saved;
+      }
+    }
+  }
+  if (task) {
+    auto it = task_table().find(*task);
+    if (it == task_table().end()) {
+      std::string known;
+      for (const auto& [k, v] : task_table()) known += (known.empty() ? "" : ", ") + k;
+      fail("train: expected --task one of ", known, ", got '", *task, "'");
+    }
+    return it->second(cfg);
   }
   const std::string kind = models::model_entry(name).task;
   auto it = task_table().find(kind);
   ATTN_CHECK(it != task_table().end(), "train: the model ", name, " is trained on the task '", kind,
-             "', which has no trainer task");
+             "', which has no trainer task", kind == models::kMaskedLM ? " (fine-tune it with --task classify "
+             "or --task tag)" : "");
   return it->second(cfg);
 }
 

@@ -181,6 +181,29 @@ Tensor overlay_heatmap(const Tensor& image, const Tensor& map, double alpha) {
   return out;
 }
 
+Tensor upscaled_panel(const Tensor& image, int64_t min_panel) {
+  const int64_t s = image.size(0), w = image.size(1);
+  const int64_t factor = std::max<int64_t>(1, (min_panel + std::max(s, w) - 1) / std::max(s, w));
+  return data::resize(data::convert_channels(image, 3), s * factor, w * factor, data::Resample::nearest);
+}
+
+Tensor side_by_side(const std::vector<Tensor>& panels) {
+  ATTN_CHECK(!panels.empty(), "side_by_side: expected at least one panel");
+  const int64_t ph = panels[0].size(0), pw = panels[0].size(1), n = int64_t(panels.size());
+  for (const Tensor& p : panels)
+    ATTN_CHECK(p.dtype() == DType::u8 && p.shape() == Shape({ph, pw, 3}), "side_by_side: expected u8 (", ph, ", ", pw,
+               ", 3) panels, got ", p.shape());
+  Tensor out = Tensor::empty({ph, n * pw, 3}, DType::u8);
+  uint8_t* d = out.data<uint8_t>();
+  for (int64_t k = 0; k < n; ++k) {
+    const Tensor c = panels[size_t(k)].contiguous();
+    const uint8_t* src = c.data<uint8_t>();
+    for (int64_t y = 0; y < ph; ++y)
+      std::copy(src + y * pw * 3, src + (y + 1) * pw * 3, d + (y * n * pw + k * pw) * 3);
+  }
+  return out;
+}
+
 Explanation explain(const models::VisionTransformer& vit, const PreparedImage& p, HeadFusion fusion, int64_t min_panel,
                     double alpha) {
   ATTN_CHECK(p.input.defined() && p.input.dim() == 4 && p.input.size(0) == 1,
@@ -192,18 +215,8 @@ Explanation explain(const models::VisionTransformer& vit, const PreparedImage& p
   Explanation e;
   e.rollout = square(cls_rollout(maps, prefix, fusion).select(0, 0).to(DType::f32), "explain");
   e.last_cls = square(last_layer_cls_attention(maps, prefix).select(0, 0).to(DType::f32), "explain");
-  const int64_t s = p.image.size(0), w = p.image.size(1);
-  const int64_t factor = std::max<int64_t>(1, (min_panel + std::max(s, w) - 1) / std::max(s, w));
-  Tensor big = data::resize(data::convert_channels(p.image, 3), s * factor, w * factor, data::Resample::nearest);
-  Tensor panels[3] = {big, overlay_heatmap(big, e.rollout, alpha), overlay_heatmap(big, e.last_cls, alpha)};
-  const int64_t ph = s * factor, pw = w * factor;
-  e.panel = Tensor::empty({ph, 3 * pw, 3}, DType::u8);
-  uint8_t* d = e.panel.data<uint8_t>();
-  for (int k = 0; k < 3; ++k) {
-    const uint8_t* src = panels[k].data<uint8_t>();
-    for (int64_t y = 0; y < ph; ++y)
-      std::copy(src + y * pw * 3, src + (y + 1) * pw * 3, d + (y * 3 * pw + k * pw) * 3);
-  }
+  const Tensor big = upscaled_panel(p.image, min_panel);
+  e.panel = side_by_side({big, overlay_heatmap(big, e.rollout, alpha), overlay_heatmap(big, e.last_cls, alpha)});
   return e;
 }
 

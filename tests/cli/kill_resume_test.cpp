@@ -4,9 +4,10 @@
 // uninterrupted run's checkpoint bit for bit: every tensor (weights, AdamW state, EMA weights), the
 // train state (step, generator position, epoch sums, history) and log.jsonl / metrics.json, all but
 // their wall-clock fields. After every kill the checkpoint under its final name (if there is one
-// yet) is whole and loadable. Four runs: a tiny ViT with drop-path and augmentation; the same with
-// an EMA of the weights; a distilled DeiT with a teacher checkpoint (and an EMA); a translation
-// Transformer on a synthetic task (with an EMA).
+// yet) is whole and loadable. Six runs: a tiny ViT with drop-path and augmentation; the same with
+// an EMA of the weights; a distilled DeiT with a teacher checkpoint (and an EMA); a tiny Swin with
+// DeiT's distillation head (shifted windows, drop-path, an EMA); a translation Transformer on a
+// synthetic task (with an EMA); a tiny BERT tagger (BERT fine-tuning, with an EMA).
 //
 // Reproduce a failure: the test prints its seed and each kill's delay and the step it landed at;
 // ATTN_KILL_SEED=<seed> replays the same plan (start-up delays and target steps).
@@ -37,6 +38,7 @@
 #include "attn/io/checkpoint.h"
 #include "attn/io/safetensors.h"
 #include "attn_cli.h"
+#include "bert_vocab.h"
 #include "train_checks.h"
 
 #ifndef ATTN_CLI_PATH
@@ -396,18 +398,21 @@ TEST(KillResume, WithAnEmaOfTheWeightsEndsBitForBit) {
   }
 }
 
-// DeiT distillation: a distilled student with a teacher checkpoint (itself holding optimizer state
-// and EMA weights, which its loader skips), and an EMA.
+// A teacher checkpoint (an MLP, itself holding optimizer state and EMA weights, which its loader skips).
+std::string write_teacher(const std::string& dir) {
+  const std::string teacher = dir + "/teacher.safetensors";
+  manual_seed(3);
+  auto t = models::create_model("mlp", nlohmann::json::object());
+  auto t_ema = models::create_model("mlp", nlohmann::json::object());
+  optim::AdamW opt(t->parameters());
+  train::save_checkpoint(teacher, *t, &opt, {{"config", t->config()}}, t_ema.get());
+  return teacher;
+}
+
+// DeiT distillation: a distilled student with a teacher checkpoint, and an EMA.
 TEST(KillResume, DistilledFromATeacherEndsBitForBit) {
   const RunDir dir("distill");
-  const std::string teacher = dir.path + "/teacher.safetensors";
-  {
-    manual_seed(3);
-    auto t = models::create_model("mlp", nlohmann::json::object());
-    auto t_ema = models::create_model("mlp", nlohmann::json::object());
-    optim::AdamW opt(t->parameters());
-    train::save_checkpoint(teacher, *t, &opt, {{"config", t->config()}}, t_ema.get());
-  }
+  const std::string teacher = write_teacher(dir.path);
   const Scenario sc{"distilled DeiT",
                     {"--model", "deit_fmnist_distilled", "--model-config",
                      R"({"dim":32,"depth":2,"heads":2,"patch_size":7,"drop_path":0.1})", "--batch", "64",
@@ -418,6 +423,24 @@ TEST(KillResume, DistilledFromATeacherEndsBitForBit) {
   EXPECT_GE(kills, sc.progress_kills - 1);
   const nlohmann::json m = metrics_sans_time(dir.path + "/b/metrics.json");
   EXPECT_EQ(m.at("distill").at("teacher"), teacher);
+  EXPECT_TRUE(m.contains("test_accuracy_ema"));
+}
+
+// Swin (swin_fmnist's geometry at width 16: shifted windows, patch merging) with its distillation
+// head trained from a teacher, drop-path, augmentation and an EMA.
+TEST(KillResume, SwinWithADistillationHeadEndsBitForBit) {
+  const RunDir dir("swin");
+  const std::string teacher = write_teacher(dir.path);
+  const Scenario sc{"distilled Swin",
+                    {"--model", "swin_fmnist_distilled", "--model-config",
+                     R"({"embed_dim":16,"depths":[2,2],"heads":[1,2],"drop_path":0.1})", "--batch", "64",
+                     "--limit-train", "3072", "--limit-eval", "200", "--epochs", "1", "--augment", "--seed", "4",
+                     "--teacher", teacher, "--distill", "hard", "--ema-decay", "0.9"},
+                    4, 2, 8};
+  const int kills = kill_and_resume(sc, dir.path);
+  EXPECT_GE(kills, sc.progress_kills - 1);
+  const nlohmann::json m = metrics_sans_time(dir.path + "/b/metrics.json");
+  EXPECT_TRUE(m.contains("test_accuracy_dist"));
   EXPECT_TRUE(m.contains("test_accuracy_ema"));
 }
 
@@ -452,4 +475,19 @@ TEST(KillResume, TranslationTransformerEndsBitForBit) {
                             size_t(sd[i].second.numel()) * sd[i].second.element_size()), 0)
           << sd[i].first;
   }
+}
+
+// A tiny BERT fine-tuned for sequence labelling (dropout on, an EMA): the data order is a function of
+// (seed, epoch), the dropout draws come from the resumed generator.
+TEST(KillResume, BertTaggerEndsBitForBit) {
+  ATTN_NEED_BERT_VOCAB(test::bert_vocab_path());
+  const RunDir dir("bert-tag");
+  const Scenario sc{"bert tagger",
+                    {"--task", "tag", "--model", "bert-mini", "--model-config",
+                     R"({"hidden_size":32,"num_hidden_layers":1,"num_attention_heads":2,"intermediate_size":64})",
+                     "--data", "wordnet-supersense", "--max-steps", "30", "--eval-every", "10", "--batch", "8",
+                     "--max-length", "32", "--limit-eval", "40", "--limit-train", "400", "--seed", "5", "--ema-decay", "0.9"},
+                    3, 1, 8};
+  const int kills = kill_and_resume(sc, dir.path);
+  EXPECT_GE(kills, sc.progress_kills - 1);
 }

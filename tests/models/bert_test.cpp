@@ -1,7 +1,8 @@
 // BERT against a PyTorch module tree in transformers' layout (tests/golden/gen/bert.py), loaded through
 // the real path: the generator's checkpoint file and config.json on disk, models::load_pretrained.
 // Outputs (last hidden state, pooler, MLM and NSP logits, hidden states, attentions) at batch 4 with
-// padding and token types, and one fine-tuning step's gradients (sequence classification, cross-entropy)
+// padding and token types, and one fine-tuning step's gradients (sequence and token classification with
+// the fine-tuning tasks' loss, masked LM; cross-entropy)
 // within 1e-4 * max(1, max |reference|) per tensor; the parameter counts of the registry's BERTs; the key
 // variants of transformers' checkpoints; the errors.
 #include <gtest/gtest.h>
@@ -20,6 +21,7 @@
 #include "attn/nn/init.h"
 #include "attn/ops/loss.h"
 #include "attn/train/checkpoint.h"
+#include "attn/train/tasks/sequence_classification.h"
 #include "attn/train/trainer.h"
 #include "errors.h"
 #include "torch_ref.h"
@@ -220,7 +222,8 @@ TEST(Bert, TrainingSaysThereIsNoTask) {
   train::TrainConfig cfg;
   cfg.model = "bert-mini";
   EXPECT_EQ(test::error_of([&] { train::make_task(cfg); }),
-            "train: the model bert-mini is trained on the task 'masked-lm', which has no trainer task");
+            "train: the model bert-mini is trained on the task 'masked-lm', which has no trainer task (fine-tune it "
+            "with --task classify or --task tag)");
 }
 
 // ---------------------------------------------------------------- parity
@@ -307,8 +310,10 @@ void expect_step_like_torch(const std::string& arch, const Tensor& labels, int s
   ASSERT_NE(m, nullptr);
   m->train();
   const models::BertOutput o = m->forward(bert_inputs(in));
-  const Tensor& logits = o.logits.defined() ? o.logits : o.prediction_logits;
-  const Tensor loss = cross_entropy(logits.reshape({-1, logits.size(-1)}), labels.reshape({-1}));
+  // Classifiers: the fine-tuning tasks' loss (train/tasks/sequence_classification.h; -100 ignored).
+  const Tensor loss = o.logits.defined()
+                          ? train::text_task_loss(o.logits, labels, 0.0)
+                          : cross_entropy(o.prediction_logits.reshape({-1, o.prediction_logits.size(-1)}), labels.reshape({-1}));
   loss.backward();
   expect_close(loss.reshape({1}), ref.at("loss"), "loss");
   size_t compared = 0;
@@ -338,6 +343,16 @@ void expect_step_like_torch(const std::string& arch, const Tensor& labels, int s
 
 TEST(Bert, FineTuningGradientsEqualTorch) {
   expect_step_like_torch("BertForSequenceClassification", Tensor::from_vector(std::vector<int64_t>{0, 2, 1, 2}, {kB}), 9);
+}
+
+// Sequence labelling as the "tag" task trains it: labels on some tokens, -100 (ignored, as torch's
+// cross_entropy) on the padding and on continuation pieces.
+TEST(Bert, TokenClassificationGradientsEqualTorch) {
+  const test::Tensors in = inputs();
+  const auto mask = in.at("attention_mask").to_vector<int64_t>();
+  std::vector<int64_t> labels(mask.size());
+  for (size_t i = 0; i < labels.size(); ++i) labels[i] = mask[i] == 0 || i % 4 == 3 ? -100 : int64_t(i % 3);
+  expect_step_like_torch("BertForTokenClassification", Tensor::from_vector(labels, {kB, kT}), 11);
 }
 
 TEST(Bert, MaskedLmGradientsEqualTorch) {

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <string>
 
 #include "attn/attn.h"
@@ -542,4 +543,41 @@ TEST(Swin, TimmDynamicConventionMatchesItsReference) {
   EXPECT_EQ(test::error_of([&] { m->forward(Tensor::zeros({1, 3, 63, 64})); }),
             "swin (convention timm_dynamic): a 63 x 64 image does not divide into 2 x 2 patches (timm's PatchEmbed "
             "refuses it)");
+}
+
+// swin_fmnist's geometry (28 x 28, patch 2, window 7: a 14 x 14 map whose odd blocks shift by 3 under
+// the mask, merged to 7 x 7, one window, where the shift is dropped) against torchvision, logits and
+// every gradient; narrower (C 16) and three channels (torchvision's patch conv is RGB).
+TEST(Swin, FashionMnistGeometryMatchesTorchvision) {
+  const json args = {{"seed", 6}, {"model", "custom"}, {"patch", 2}, {"embed", 16}, {"depths", {2, 2}},
+                     {"heads", {1, 2}}, {"window", 7}, {"num_classes", 10}, {"v2", false}};
+  const json overrides = {{"embed_dim", 16}, {"depths", {2, 2}}, {"heads", {1, 2}}, {"in_channels", 3}};
+  check_parity("swin_fmnist", args, overrides, 2, 28, 28, 3);
+}
+
+// DeiT's head-only distillation: head_dist is a second Linear on the pooled features; forward combines
+// the two heads as distilled_output() says.
+TEST(Swin, DistillationHeadOnThePooledFeatures) {
+  const json tiny = {{"embed_dim", 16}, {"depths", {2, 2}}, {"heads", {1, 2}}};
+  manual_seed(0);
+  auto m = models::create_model("swin_fmnist_distilled", tiny);
+  auto* s = dynamic_cast<models::SwinTransformer*>(m.get());
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(models::as_distilled(*m), static_cast<models::DistilledHeads*>(s));
+  auto plain = models::create_model("swin_fmnist", tiny);
+  EXPECT_EQ(models::as_distilled(*plain), nullptr);
+  EXPECT_EQ(m->num_parameters(), plain->num_parameters() + 32 * 10 + 10);
+  m->eval();
+  const Tensor x = Tensor::randn({3, 1, 28, 28});
+  NoGradGuard ng;
+  const Tensor pooled = mean(s->forward_features(x), {1, 2});
+  std::map<std::string, Tensor> p;
+  for (const auto& [name, t] : m->named_parameters()) p[name] = t;
+  auto [cls, dist] = s->forward_heads(x);
+  EXPECT_TENSOR_NEAR(cls, linear(pooled, p.at("head.weight"), p.at("head.bias")), 1e-6, 1e-5);
+  EXPECT_TENSOR_NEAR(dist, linear(pooled, p.at("head_dist.weight"), p.at("head_dist.bias")), 1e-6, 1e-5);
+  EXPECT_TENSOR_NEAR(m->forward(x), (cls + dist) * 0.5, 1e-6, 1e-5);
+  s->set_distilled_output(models::DistilledOutput::softmax_sum);
+  EXPECT_TENSOR_NEAR(m->forward(x), softmax(cls, -1) + softmax(dist, -1), 1e-6, 1e-5);
+  EXPECT_EQ(m->config().at("distilled"), true);
 }

@@ -135,8 +135,8 @@ TEST(DistillTrainer, SettingsAreChecked) {
   cfg.image.teacher = teacher;
   cfg.model = "vit_fmnist";
   EXPECT_EQ(error_of([&] { train::train(cfg); }),
-            "train: --distill hard needs a model with a distillation token (e.g. "
-            "deit_fmnist_distilled), got vit_fmnist");
+            "train: --distill hard needs a model with a distillation head (e.g. "
+            "deit_fmnist_distilled or swin_fmnist_distilled), got vit_fmnist");
   cfg.model = "deit_fmnist_distilled";
   cfg.image.distill = "none";
   EXPECT_EQ(error_of([&] { train::train(cfg); }),

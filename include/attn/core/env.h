@@ -70,6 +70,9 @@ std::optional<int64_t> max_inflated_bytes();
 // scripts/fetch_bert_vocab.sh writes it.
 std::string parse_bert_vocab(const char* value, const char* home);
 std::string bert_vocab_cache();
+// ATTN_WORDNET_DIR: WordNet 3.0's database directory (attn/data/wordnet.h); unset or empty:
+// /usr/share/wordnet, where Debian's wordnet-base installs it.
+std::string wordnet_dir();
 // The attn CLI re-runs itself once with OMP_WAIT_POLICY=PASSIVE when neither OMP_WAIT_POLICY nor
 // ATTN_NO_REEXEC is set (cli/main.cpp; libgomp reads the policy before main).
 bool cli_reexec_for_wait_policy();

@@ -23,7 +23,8 @@ namespace attn::models {
 
 inline constexpr const char* kImageClassification = "image-classification";
 inline constexpr const char* kTranslation = "translation";
-// BERT's entries: pretrained by masked-language modelling (and next-sentence prediction); no trainer task yet.
+// BERT's entries: pretrained by masked-language modelling (and next-sentence prediction); fine-tuned by the
+// trainer's tasks "classify" and "tag" (TrainConfig::task).
 inline constexpr const char* kMaskedLM = "masked-lm";
 
 // What every registered model offers: its full config, including "model" (the registry name), so

@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "attn/models/distilled.h"
 #include "attn/models/registry.h"
 #include "attn/nn/attention/window.h"
 #include "attn/nn/conv.h"
@@ -68,6 +69,10 @@ struct SwinConfig {
   // roll, its shift mask added twice); timm (strict) takes the sizes at which timm built at that size
   // has the same windows: each stage's map a multiple of its window, or the shrunk window itself.
   std::string convention = "torchvision";
+  // DeiT's distillation head (optional in JSON, default false): head_dist, a second Linear on the same
+  // pooled features as head (DeiT's head-only variant; Swin's windows leave no place for a
+  // distillation token). forward() combines the two as distilled_output() says (attn/models/distilled.h).
+  bool distilled = false;
 };
 
 // Limits on a config (a larger one is refused before anything is built; published Swin models are
@@ -89,12 +94,27 @@ int64_t swin_stage_window(const SwinConfig& c, size_t stage);
 SwinConfig swin_config_from_json(const nlohmann::json& j);
 nlohmann::json swin_config_to_json(const SwinConfig& c);
 
+// One block's attention probabilities with the geometry they were computed in (explain draws them).
+struct SwinBlockAttention {
+  Tensor probs;                      // (B, nW, NH, N, N), N = window^2: the windows of the map padded at
+                                     // the end to window multiples and rolled by -shift (roll_before_pad:
+                                     // rolled, then padded), raster order; rows sum to 1
+  int64_t height = 0, width = 0;     // the block's map before padding
+  int64_t window = 0;
+  int64_t shift_h = 0, shift_w = 0;  // the shift the block ran (0: none)
+  bool roll_before_pad = false;
+};
+
 class SwinBlock : public nn::Module {
  public:
   // window: the stage's (swin_stage_window); pretrained: V2's pretrained window (0: none).
   SwinBlock(const SwinConfig& c, int64_t dim, int64_t heads, int64_t window, int64_t shift, int64_t pretrained,
             double drop_path);
-  Tensor forward(const Tensor& x) const;   // (B, H, W, C) -> (B, H, W, C)
+  // (B, H, W, C) -> (B, H, W, C); weights: also the attention probabilities (B nW, NH, N, N)
+  // (nn::ShiftedWindowAttention::forward).
+  Tensor forward(const Tensor& x, Tensor* weights = nullptr) const;
+  // The shift the block runs an h x w map with ((0, 0): none).
+  std::pair<int64_t, int64_t> effective_shift(int64_t h, int64_t w) const;
   int64_t macs(int64_t h, int64_t w) const;
 
   std::shared_ptr<nn::LayerNorm> norm1, norm2;
@@ -118,10 +138,19 @@ class PatchMerging : public nn::Module {
   bool v2_;
 };
 
-class SwinTransformer : public ImageClassifier {
+class SwinTransformer : public ImageClassifier, public DistilledHeads {
  public:
   explicit SwinTransformer(const SwinConfig& c, std::string name = "swin");
   Tensor forward(const Tensor& images) override;   // (B, C, H, W), H, W >= patch -> (B, classes)
+  // The class head's and (distilled) the distillation head's logits; dist undefined otherwise.
+  std::pair<Tensor, Tensor> forward_heads(const Tensor& images) const override;
+  bool has_distillation_head() const override { return cfg_.distilled; }
+  DistilledOutput distilled_output() const override { return distilled_output_; }
+  void set_distilled_output(DistilledOutput how) { distilled_output_ = how; }
+  // The attention probabilities of block `block` of stage `stage` (0-based) for `images`, no grad,
+  // and their geometry. Runs the model up to that block.
+  SwinBlockAttention attention_of(const Tensor& images, int64_t stage, int64_t block) const;
+  int64_t num_stages() const { return int64_t(stages_.size()); }
   // After the final norm: (B, H', W', C_last) (as timm's forward_features).
   Tensor forward_features(const Tensor& images) const;
   // The multi-scale backbone: each stage's output after its blocks (before the next merging), as
@@ -142,13 +171,14 @@ class SwinTransformer : public ImageClassifier {
   // The images checked (and padded for "hf"), through the patch embedding: (B, H/P, W/P, C).
   Tensor embed(const Tensor& images) const;
   SwinConfig cfg_;
+  DistilledOutput distilled_output_ = DistilledOutput::mean_logits;
   std::string model_name_;
   std::shared_ptr<nn::Conv2d> patch_conv_;
   std::shared_ptr<nn::LayerNorm> patch_norm_;
   std::vector<std::shared_ptr<nn::ModuleList<SwinBlock>>> stages_;
   std::vector<std::shared_ptr<PatchMerging>> merges_;
   std::shared_ptr<nn::LayerNorm> norm_;
-  std::shared_ptr<nn::Linear> head_;
+  std::shared_ptr<nn::Linear> head_, head_dist_;
 };
 
 }  // namespace attn::models

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "attn/models/distilled.h"
 #include "attn/models/registry.h"
 #include "attn/nn/attention/multi_head.h"
 #include "attn/nn/drop_path.h"
@@ -54,13 +55,7 @@ struct VitConfig {
 VitConfig vit_config_from_json(const nlohmann::json& j);
 nlohmann::json vit_config_to_json(const VitConfig& c);
 
-// DeiT's two ways to combine the class and distillation heads at inference:
-//   mean_logits  (cls + dist) / 2 (timm's VisionTransformerDistilled, the default)
-//   softmax_sum  softmax(cls) + softmax(dist) (the paper's "joint" classifier; argmax-equivalent
-//                to their mean, a score in [0, 2] per class)
-enum class DistilledOutput { mean_logits, softmax_sum };
-// cls, dist: (B, classes) -> (B, classes).
-Tensor combine_distilled_heads(const Tensor& cls, const Tensor& dist, DistilledOutput how);
+// DeiT's DistilledOutput and combine_distilled_heads: attn/models/distilled.h.
 
 class VitBlock : public nn::Module {
  public:
@@ -79,7 +74,7 @@ class VitBlock : public nn::Module {
   std::shared_ptr<nn::MLP> mlp;
 };
 
-class VisionTransformer : public ImageClassifier {
+class VisionTransformer : public ImageClassifier, public DistilledHeads {
  public:
   // `name`: the registry name config() reports (the entry that rebuilds this model).
   explicit VisionTransformer(const VitConfig& c, std::string name = "vit");
@@ -92,14 +87,15 @@ class VisionTransformer : public ImageClassifier {
   // Tokens after the final norm: (B, prefix + N, D).
   Tensor forward_features(const Tensor& images) const;
   // Class-token (or pooled) logits, and for DeiT the distillation head's logits (undefined otherwise).
-  std::pair<Tensor, Tensor> forward_heads(const Tensor& images) const;
+  std::pair<Tensor, Tensor> forward_heads(const Tensor& images) const override;
   std::pair<Tensor, Tensor> forward_head(const Tensor& features) const;
   // Every block's attention weights: (depth, B, NH, T, T).
   Tensor attention_maps(const Tensor& images) const;
 
   // DeiT: what forward() returns (see DistilledOutput); ignored without a distillation token.
   void set_distilled_output(DistilledOutput how) { distilled_output_ = how; }
-  DistilledOutput distilled_output() const { return distilled_output_; }
+  DistilledOutput distilled_output() const override { return distilled_output_; }
+  bool has_distillation_head() const override { return cfg_.distilled; }
 
   const VitConfig& cfg() const { return cfg_; }
   int64_t num_prefix_tokens() const { return 1 + (cfg_.distilled ? 1 : 0); }

@@ -18,8 +18,10 @@
 // losses equal those of an uninterrupted run bit for bit. A non-finite loss stops training with an
 // attn::Error naming the step; the last checkpoint stays.
 //
-// Tasks: image classification (train/tasks/image_classification.h, with DeiT distillation) and
-// translation (train/tasks/translation.h). A new task implements the Task interface below and
+// Tasks: image classification (train/tasks/image_classification.h, with DeiT distillation),
+// translation (train/tasks/translation.h) and BERT fine-tuning, chosen with cfg.task: "classify"
+// (sentences and sentence pairs, train/tasks/sequence_classification.h) and "tag" (sequence labelling,
+// train/tasks/token_classification.h). A new task implements the Task interface below and
 // registers a factory under the task kind its models name in the model registry (models/registry.h).
 #pragma once
 #include <cmath>
@@ -75,6 +77,14 @@ struct TranslationTaskConfig {
   int64_t limit_test = 0;           // first N test pairs only (0: all)
 };
 
+// BERT fine-tuning settings (train/tasks/sequence_classification.h, token_classification.h).
+struct TextTaskConfig {
+  int64_t batch = 32;
+  int64_t max_length = 128;         // tokens per sequence ([CLS] and [SEP] included); longer ones are cut
+  std::string vocab;                // vocab.txt ("": beside --init's weights, else bert-base-uncased's cache)
+  int64_t limit_eval = 0;           // evaluate on the first N validation / test examples (0: all)
+};
+
 enum class Precision { f32, bf16 };
 Precision parse_precision(const std::string& s);   // "f32" | "bf16"
 
@@ -84,6 +94,11 @@ Precision parse_precision(const std::string& s);   // "f32" | "bf16"
 // the inverse-square-root schedule of "Attention Is All You Need" (lr scale 1.0, 4,000 warm-up steps).
 struct TrainConfig {
   std::string model = "mlp";                                // a registry name (`attn info --list`)
+  // The task kind (task_kinds(): "classify", "tag", ...); unset: the one the model's registry entry names.
+  std::optional<std::string> task;
+  // Initial weights (BERT tasks): an attn checkpoint or transformers' weights whose encoder loads into
+  // the model; its config sets the model ("": from scratch).
+  std::string init;
   nlohmann::json model_config = nlohmann::json::object();   // overrides on the registry defaults
   std::optional<std::string> data;   // image: fashion-mnist | an image folder; translation: bible-en-es | synthetic:<task> | a TSV file
   std::optional<int64_t> epochs;
@@ -112,6 +127,7 @@ struct TrainConfig {
   bool quiet = false;                // no per-evaluation summary lines
   ImageTaskConfig image;
   TranslationTaskConfig translation;
+  TextTaskConfig text;
 };
 
 struct TrainResult {
@@ -209,7 +225,9 @@ class Task {
   virtual OptimDefaults defaults() const = 0;
 };
 
-// The tasks, by the kind named in the model registry ("image-classification", "translation", ...).
+// The tasks, by the kind named in the model registry ("image-classification", "translation", ...) or
+// in TrainConfig::task ("classify", "tag"). Resuming, the checkpoint's metadata "task" (when there is
+// one) names the task.
 using TaskFactory = std::function<std::unique_ptr<Task>(const TrainConfig& cfg)>;
 void register_task(const std::string& kind, TaskFactory make);
 std::unique_ptr<Task> make_task(const TrainConfig& cfg);   // by the model's kind; resume: the checkpoint's model

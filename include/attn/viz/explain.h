@@ -51,6 +51,12 @@ PreparedImage prepare_image(const std::string& path, int64_t image_size, int64_t
 Tensor colorize(const Tensor& map);
 Tensor overlay_heatmap(const Tensor& image, const Tensor& map, double alpha = 0.5);
 
+// The image u8 (S, W, C) as RGB, upscaled (nearest) by the smallest integer factor that makes its
+// longer side at least min_panel pixels.
+Tensor upscaled_panel(const Tensor& image, int64_t min_panel);
+// u8 (H, W, 3) panels of one shape, left to right: u8 (H, n W, 3).
+Tensor side_by_side(const std::vector<Tensor>& panels);
+
 struct Explanation {
   Tensor rollout;        // (grid, grid) f32: the class token's rollout over the patches
   Tensor last_cls;       // (grid, grid) f32: the last layer's class-token attention

@@ -91,7 +91,7 @@ Tensor swin_shift_mask(int64_t h, int64_t w, int64_t wh, int64_t ww, int64_t sh,
 
 Tensor window_attention(const Tensor& windows, const Linear& qkv, const Linear& proj, const Tensor& bias,
                         int64_t num_heads, const Tensor& logit_scale, double attn_drop, bool training,
-                        Generator* g) {
+                        Generator* g, Tensor* probs) {
   ATTN_CHECK(windows.dim() == 3 && num_heads > 0 && windows.size(2) % num_heads == 0,
              "window_attention: expected windows (B', N, C) with C a multiple of ", num_heads,
              " heads, got shape ", windows.shape());
@@ -99,10 +99,17 @@ Tensor window_attention(const Tensor& windows, const Linear& qkv, const Linear& 
   SdpaOptions o;
   o.dropout_p = training ? attn_drop : 0.0;
   o.generator = g;
+  o.need_weights = probs != nullptr;
   Tensor out;
-  if (!logit_scale.defined()) {
+  if (!logit_scale.defined() && !probs) {
     o.scale = 1.0 / std::sqrt(double(HS));
     out = scaled_dot_product_attention_packed(qkv.forward(windows), num_heads, bias, o);
+  } else if (!logit_scale.defined()) {   // the probabilities asked for: q, k, v apart
+    o.scale = 1.0 / std::sqrt(double(HS));
+    Tensor h = qkv.forward(windows).view({Bw, N, 3, num_heads, HS}).permute({2, 0, 3, 1, 4});
+    SdpaResult r = scaled_dot_product_attention(h.select(0, 0), h.select(0, 1), h.select(0, 2), bias, o);
+    *probs = r.weights;
+    out = r.out.transpose(1, 2).reshape({Bw, N, C});
   } else {
     // V2: the key's bias is held at zero (its gradient is zero), cosine similarity times a per-head scale.
     Tensor b = qkv.bias;
@@ -118,7 +125,9 @@ Tensor window_attention(const Tensor& windows, const Linear& qkv, const Linear& 
     const Tensor scale = exp(clamp(logit_scale, -INFINITY, std::log(100.0)));   // (NH, 1, 1)
     const Tensor q = normalize(h.select(0, 0)) * scale, k = normalize(h.select(0, 1));
     o.scale = 1.0;
-    out = scaled_dot_product_attention(q, k, h.select(0, 2), bias, o).out.transpose(1, 2).reshape({Bw, N, C});
+    SdpaResult r = scaled_dot_product_attention(q, k, h.select(0, 2), bias, o);
+    if (probs) *probs = r.weights;
+    out = r.out.transpose(1, 2).reshape({Bw, N, C});
   }
   return proj.forward(out);
 }
@@ -193,14 +202,20 @@ Tensor ShiftedWindowAttention::relative_position_bias() const {
   return opt_.v2 ? sigmoid(b) * 16.0 : b;
 }
 
-Tensor ShiftedWindowAttention::forward(const Tensor& x, bool shift) const {
+std::pair<int64_t, int64_t> ShiftedWindowAttention::effective_shift(int64_t h, int64_t w, bool shift) const {
+  const int64_t wh = opt_.window_h, ww = opt_.window_w;
+  const int64_t Hp = (h + wh - 1) / wh * wh, Wp = (w + ww - 1) / ww * ww;
+  const bool keep = opt_.roll_before_pad || opt_.hf_v2;   // the shift, whatever the map
+  return {!shift || (!keep && wh >= Hp) ? 0 : opt_.shift_h, !shift || (!keep && ww >= Wp) ? 0 : opt_.shift_w};
+}
+
+Tensor ShiftedWindowAttention::forward(const Tensor& x, bool shift, Tensor* weights) const {
   ATTN_CHECK(x.dim() == 4 && x.size(3) == opt_.dim, "ShiftedWindowAttention: expected (B, H, W, ", opt_.dim,
              "), got shape ", x.shape());
   const int64_t B = x.size(0), H = x.size(1), W = x.size(2), wh = opt_.window_h, ww = opt_.window_w;
   const int64_t ph = (wh - H % wh) % wh, pw = (ww - W % ww) % ww, Hp = H + ph, Wp = W + pw;
-  const bool timm = opt_.roll_before_pad, keep = timm || opt_.hf_v2;   // keep: the shift, whatever the map
-  const int64_t sh = !shift || (!keep && wh >= Hp) ? 0 : opt_.shift_h;
-  const int64_t sw = !shift || (!keep && ww >= Wp) ? 0 : opt_.shift_w;
+  const bool timm = opt_.roll_before_pad;
+  const auto [sh, sw] = effective_shift(H, W, shift);
   const bool shifted = sh + sw > 0;
   Tensor h = x;
   if (timm && shifted) h = roll_hw(h, -sh, -sw);
@@ -215,7 +230,7 @@ Tensor ShiftedWindowAttention::forward(const Tensor& x, bool shift) const {
     bias = (bias + mask).expand({B, nW, NH, N, N}).reshape({B * nW, NH, N, N});
   }
   Tensor o = window_attention(window_partition(h, wh, ww), *qkv, *proj, bias, NH,
-                              logit_scale_ ? *logit_scale_ : Tensor(), opt_.attn_drop, is_training());
+                              logit_scale_ ? *logit_scale_ : Tensor(), opt_.attn_drop, is_training(), nullptr, weights);
   if (is_training() && opt_.proj_drop > 0) o = dropout(o, opt_.proj_drop, true);
   h = window_reverse(o, B, Hp, Wp, wh, ww);
   if (!timm && shifted) h = roll_hw(h, sh, sw);

@@ -1,5 +1,8 @@
-// The tasks attn trains, registered under the task kinds the model registry names.
+// The tasks attn trains, registered under the task kinds the model registry names, and the BERT
+// fine-tuning tasks chosen with --task.
 #include "attn/train/tasks/image_classification.h"
+#include "attn/train/tasks/sequence_classification.h"
+#include "attn/train/tasks/token_classification.h"
 #include "attn/train/tasks/translation.h"
 
 namespace attn::train {
@@ -8,6 +11,8 @@ void register_builtin_tasks() {
   static const bool done = [] {
     register_task(models::kImageClassification, make_image_classification_task);
     register_task(models::kTranslation, make_translation_task);
+    register_task("classify", make_sequence_classification_task);
+    register_task("tag", make_token_classification_task);
     return true;
   }();
   (void)done;

@@ -13,7 +13,7 @@
 #include "attn/data/image_folder_splits.h"
 #include "attn/data/loader.h"
 #include "attn/models/pretrained.h"
-#include "attn/models/vit.h"
+#include "attn/models/distilled.h"
 #include "attn/ops/loss.h"
 #include "attn/ops/reduce.h"
 #include "attn/train/distill.h"
@@ -41,12 +41,6 @@ class Prefix : public data::Dataset {
   std::shared_ptr<const data::Dataset> base_;
   int64_t n_;
 };
-
-// A distilled (DeiT) model's VisionTransformer, or null.
-models::VisionTransformer* as_distilled(models::ImageClassifier& m) {
-  auto* v = dynamic_cast<models::VisionTransformer*>(&m);
-  return v && v->cfg().distilled ? v : nullptr;
-}
 
 int64_t count_correct(const Tensor& logits, const Tensor& labels) {
   Tensor pred = argmax(logits, -1);
@@ -305,7 +299,7 @@ class ImageClassificationTask : public Task {
   std::string data_, model_name_;
   std::vector<float> mean_, std_;
   std::shared_ptr<models::ImageClassifier> model_, teacher_;
-  models::VisionTransformer* deit_ = nullptr;
+  models::DistilledHeads* deit_ = nullptr;   // a model with DeiT's distillation head
   std::optional<DistillationLoss> criterion_;
   RunData run_data_;
   std::shared_ptr<data::Dataset> train_ds_;
@@ -317,9 +311,9 @@ class ImageClassificationTask : public Task {
 // The criterion, and the teacher (checked against the data before any step).
 void ImageClassificationTask::setup_distillation() {
   const DistillType distill_type = parse_distill_type(ic_.distill);
-  deit_ = as_distilled(*model_);
+  deit_ = models::as_distilled(*model_);
   ATTN_CHECK(distill_type == DistillType::none || deit_, "train: --distill ", ic_.distill, " needs a model with a ",
-             "distillation token (e.g. deit_fmnist_distilled), got ", model_name_);
+             "distillation head (e.g. deit_fmnist_distilled or swin_fmnist_distilled), got ", model_name_);
   ATTN_CHECK(distill_type == DistillType::none || !ic_.teacher.empty(), "train: --distill ", ic_.distill,
              " needs a teacher checkpoint (--teacher)");
   ATTN_CHECK(distill_type != DistillType::none || ic_.teacher.empty(), "train: a teacher ('", ic_.teacher,
@@ -391,7 +385,7 @@ EvalResult evaluate(models::ImageClassifier& model, const data::Dataset& ds, con
   EvalResult r;
   double loss_sum = 0;
   int64_t correct = 0, correct_cls = 0, correct_dist = 0;
-  models::VisionTransformer* deit = as_distilled(model);
+  models::DistilledHeads* deit = models::as_distilled(model);
   for (int64_t b = 0; b < loader.batches_per_epoch(); ++b) {
     data::Batch bt = loader.next();
     Tensor logits;

@@ -26,6 +26,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 #include "attn/core/rng.h"
 #include "attn/nn/linear.h"
@@ -46,9 +47,10 @@ Tensor swin_shift_mask(int64_t h, int64_t w, int64_t wh, int64_t ww, int64_t sh,
 
 // windows (B', N, C) -> (B', N, C); bias additive, broadcastable to (B', NH, N, N). logit_scale
 // (NH, 1, 1) defined: V2's cosine attention. Attention-weight dropout attn_drop when training.
+// probs non-null: also the attention probabilities (B', NH, N, N), before dropout (the unfused path).
 Tensor window_attention(const Tensor& windows, const Linear& qkv, const Linear& proj, const Tensor& bias,
                         int64_t num_heads, const Tensor& logit_scale = Tensor(), double attn_drop = 0.0,
-                        bool training = false, Generator* g = nullptr);
+                        bool training = false, Generator* g = nullptr, Tensor* probs = nullptr);
 
 struct ShiftedWindowAttentionOptions {
   int64_t dim = 0, num_heads = 0;
@@ -72,7 +74,12 @@ class ShiftedWindowAttention : public Module {
  public:
   explicit ShiftedWindowAttention(const ShiftedWindowAttentionOptions& o, Generator& g = default_generator());
   // (B, H, W, C) -> (B, H, W, C); shift false: no shift at all (Hugging Face's rule for small maps).
-  Tensor forward(const Tensor& x, bool shift = true) const;
+  // weights: also the attention probabilities, (B nW, NH, N, N) over the padded, shifted map's windows
+  // in raster order (before attention dropout).
+  Tensor forward(const Tensor& x, bool shift = true, Tensor* weights = nullptr) const;
+  // The shift forward(x, shift) runs an H x W map with: (0, 0) where it drops it (no shift asked for,
+  // or, as torchvision, a window that covers the padded side whole; roll_before_pad and hf_v2 keep it).
+  std::pair<int64_t, int64_t> effective_shift(int64_t h, int64_t w, bool shift = true) const;
   // (NH, N, N): the table gathered (V1), or 16 sigmoid of the MLP's (V2).
   Tensor relative_position_bias() const;
   const ShiftedWindowAttentionOptions& options() const { return opt_; }
