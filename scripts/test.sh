@@ -61,7 +61,7 @@ ATTN_TEST_SLOW=0 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=prin
 stage_done "sanitizer tests"
 
 echo "== [3/3] fuzzers"
-# Every fuzz/*_fuzz.cpp target (12) x 30 s (ATTN_FUZZ_SECONDS overrides), one per core at once,
+# Every fuzz/*_fuzz.cpp target (13) x 30 s (ATTN_FUZZ_SECONDS overrides), one per core at once,
 # from the build above: ~3.5 min on 2 cores; longer campaigns: scripts/fuzz.sh alone.
 if [[ -f scripts/fuzz.sh ]]; then
   ATTN_FUZZ_SECONDS=${ATTN_FUZZ_SECONDS:-30} ATTN_FUZZ_BUILD="$PWD/build/san" ATTN_FUZZ_REUSE=1 \

@@ -1,6 +1,6 @@
 // attn convert IN.safetensors --model NAME [--format timm|hf|torchvision] [--config config.json]
 //     [--image-size N] [--model-config JSON] --out OUT.safetensors
-// Foreign ViT / DeiT weights (timm, Hugging Face or torchvision layout, e.g. written by
+// Foreign ViT / DeiT / Swin (V1, V2) weights (timm, Hugging Face or torchvision layout, e.g. written by
 // tools/pth_to_safetensors.py) or BERT weights (transformers' layout, with their config.json) -> an attn
 // checkpoint (weights + config) that `attn eval` and models::load_pretrained open. The position
 // embedding is resampled when the image size differs. BERT: the vocab.txt and tokenizer_config.json
@@ -36,7 +36,7 @@ void copy_bert_tokenizer_files(const std::string& in, const std::string& out) {
 }  // namespace
 
 void add_convert(CLI::App& app) {
-  auto* c = app.add_subcommand("convert", "convert timm / Hugging Face / torchvision ViT weights or Hugging Face BERT weights to an attn checkpoint");
+  auto* c = app.add_subcommand("convert", "convert timm / Hugging Face / torchvision ViT, DeiT or Swin weights or Hugging Face BERT weights to an attn checkpoint");
   struct Opts {
     std::string in, model, format = "auto", config, model_config, out;
     int64_t image_size = 0;

@@ -33,6 +33,7 @@ SwinConfig swin_config_from_json(const nlohmann::json& j) {
   c.attn_drop = r.get<double>("attn_drop", Range::probability);
   c.drop_path = r.get<double>("drop_path", Range::probability);
   c.version = r.get<int64_t>("version", Range::positive);
+  c.pretrained_window_sizes = r.get_or("pretrained_window_sizes", std::vector<int64_t>{}, Range::non_negative);
   c.convention = r.get_or("convention", "torchvision");
   c.distilled = r.get_or("distilled", false);
   r.ignore("model");
@@ -44,8 +45,8 @@ nlohmann::json swin_config_to_json(const SwinConfig& c) {
   return {{"image_size", c.image_size}, {"patch_size", c.patch_size}, {"in_channels", c.in_channels},
           {"num_classes", c.num_classes}, {"embed_dim", c.embed_dim}, {"depths", c.depths}, {"heads", c.heads},
           {"window_size", c.window_size}, {"mlp_ratio", c.mlp_ratio}, {"drop", c.drop}, {"attn_drop", c.attn_drop},
-          {"drop_path", c.drop_path}, {"version", c.version}, {"convention", c.convention},
-          {"distilled", c.distilled}};
+          {"drop_path", c.drop_path}, {"version", c.version}, {"pretrained_window_sizes", c.pretrained_window_sizes},
+          {"convention", c.convention}, {"distilled", c.distilled}};
 }
 
 namespace {
@@ -60,35 +61,95 @@ void swin_init_linears(nn::Module& m) {
     }
 }
 
+// Upper bounds, in double (no overflow), of the parameter and buffer elements and of the
+// multiply-accumulates per image at image_size (macs_per_stage's terms, each window at its largest).
+std::pair<double, double> swin_size_estimate(const SwinConfig& c) {
+  const double P = double(c.patch_size), W = double(c.window_size), N = W * W;
+  double C = double(c.embed_dim), h = std::floor(double(c.image_size) / P), w = h;
+  double elements = double(c.in_channels) * P * P * C + 3 * C, macs = h * w * C * double(c.in_channels) * P * P;
+  for (size_t i = 0; i < c.depths.size(); ++i) {
+    if (i > 0) {
+      h = std::ceil(h / 2), w = std::ceil(w / 2);
+      elements += 8 * C * C + 4 * C;
+      macs += h * w * 8 * C * C;
+      C *= 2;
+    }
+    const double hidden = std::floor(C * c.mlp_ratio), hp = std::ceil(h / W) * W, wp = std::ceil(w / W) * W;
+    const double bias = (2 * W - 1) * (2 * W - 1) * (double(c.heads[i]) + 2) + 1536 + 513 * double(c.heads[i]);
+    const double block = 4 * C * C + 4 * C + 2 * C * hidden + hidden + 5 * C + bias + N * N;
+    elements += double(c.depths[i]) * block;
+    macs += double(c.depths[i]) * (hp * wp * (4 * C * C + 2 * N * C) + 2 * h * w * C * hidden);
+  }
+  return {elements + C * double(c.num_classes + 3), macs + C * double(c.num_classes)};
+}
+
+}  // namespace
+
 void check_swin_config(const SwinConfig& c) {
+  using L = SwinLimits;
   ATTN_CHECK(c.version == 1 || c.version == 2, "swin: expected version 1 or 2, got ", c.version);
   ATTN_CHECK(!c.depths.empty() && c.depths.size() == c.heads.size(), "swin: expected as many head counts as ",
              "stage depths (at least one stage), got ", c.depths.size(), " depths and ", c.heads.size(), " heads");
+  const auto stages = int64_t(c.depths.size());
+  ATTN_CHECK(stages <= L::stages, "swin: expected at most ", L::stages, " stages, got ", stages);
+  ATTN_CHECK(c.embed_dim > 0 && c.embed_dim <= (L::width >> (stages - 1)), "swin: expected embed_dim in [1, ",
+             L::width >> (stages - 1), "] (the last of ", stages, " stages is ", int64_t(1) << (stages - 1),
+             " times as wide, at most ", L::width, "), got ", c.embed_dim);
+  int64_t blocks = 0;
   for (size_t i = 0; i < c.depths.size(); ++i) {
     const int64_t dim = c.embed_dim << i;
-    ATTN_CHECK(c.depths[i] > 0 && c.heads[i] > 0 && dim % c.heads[i] == 0, "swin: stage ", i + 1,
-               " needs a positive depth and a head count dividing its width ", dim, ", got depth ", c.depths[i],
-               " and ", c.heads[i], " heads");
+    ATTN_CHECK(c.depths[i] > 0 && c.depths[i] <= L::blocks && c.heads[i] > 0 && dim % c.heads[i] == 0, "swin: stage ",
+               i + 1, " needs a depth in [1, ", L::blocks, "] and a head count dividing its width ", dim,
+               ", got depth ", c.depths[i], " and ", c.heads[i], " heads");
+    blocks += c.depths[i];
   }
+  ATTN_CHECK(blocks <= L::blocks, "swin: expected at most ", L::blocks, " blocks in all, got ", blocks);
+  auto in = [](int64_t v, int64_t hi) { return v > 0 && v <= hi; };
+  ATTN_CHECK(in(c.window_size, L::window) && in(c.patch_size, L::patch) && in(c.image_size, L::image) &&
+                 in(c.in_channels, L::channels) && in(c.num_classes, L::classes),
+             "swin: expected window_size in [1, ", L::window, "], patch_size in [1, ", L::patch, "], image_size in [1, ",
+             L::image, "], in_channels in [1, ", L::channels, "] and num_classes in [1, ", L::classes, "], got ",
+             c.window_size, ", ", c.patch_size, ", ", c.image_size, ", ", c.in_channels, " and ", c.num_classes);
+  ATTN_CHECK(c.mlp_ratio > 0 && c.mlp_ratio <= L::mlp_ratio && int64_t(double(c.embed_dim) * c.mlp_ratio) >= 1,
+             "swin: expected mlp_ratio in (0, ", L::mlp_ratio, "] giving an MLP at least 1 wide, got ", c.mlp_ratio);
   ATTN_CHECK(c.convention == "torchvision" || c.convention == "hf" || c.convention == "timm" ||
                  c.convention == "timm_dynamic",
              "swin: expected convention torchvision, hf, timm or timm_dynamic, got '", c.convention, "'");
   ATTN_CHECK(c.window_size > 1 || c.version == 1, "swin: V2's position bias needs a window of at least 2, got ",
              c.window_size);
+  const auto& pw = c.pretrained_window_sizes;
+  bool pw_ok = pw.empty() || int64_t(pw.size()) == stages;
+  for (int64_t p : pw) pw_ok = pw_ok && (p == 0 || (c.version == 2 && p >= 2 && p <= L::window));
+  ATTN_CHECK(pw_ok, "swin: expected pretrained_window_sizes empty or one per stage (", stages, "), each 0 or (V2 only) ",
+             "in [2, ", L::window, "], got ", nlohmann::json(pw).dump(), " for Swin V", c.version);
+  if (c.version == 2 && c.convention != "torchvision")
+    ATTN_CHECK((c.image_size / c.patch_size) >> (stages - 1) >= 1, "swin (V2, convention ", c.convention,
+               "): the last stage's map at image_size ", c.image_size, " is empty (", stages, " stages of patch ",
+               c.patch_size, "); use a larger image_size");
+  const auto [elements, macs] = swin_size_estimate(c);
+  ATTN_CHECK(elements <= L::elements && macs <= L::macs, "swin: expected a model of at most ", L::elements,
+             " parameter and buffer elements and ", L::macs, " multiply-accumulates per image, got ", elements,
+             " and ", macs, " (embed_dim ", c.embed_dim, ", depths ", nlohmann::json(c.depths).dump(), ", window ",
+             c.window_size, ", image_size ", c.image_size, ")");
 }
 
-}  // namespace
+int64_t swin_stage_window(const SwinConfig& c, size_t stage) {
+  if (c.version != 2 || c.convention == "torchvision") return c.window_size;
+  return std::min(c.window_size, (c.image_size / c.patch_size) >> stage);
+}
 
 // ---- block ----
 
-SwinBlock::SwinBlock(const SwinConfig& c, int64_t dim, int64_t heads, int64_t shift, double dp)
-    : v2_(c.version == 2), hf_(c.convention == "hf") {
+SwinBlock::SwinBlock(const SwinConfig& c, int64_t dim, int64_t heads, int64_t window, int64_t shift,
+                     int64_t pretrained, double dp)
+    : v2_(c.version == 2), hf_(c.convention == "hf" && c.version == 1) {
   norm1 = register_module("norm1", std::make_shared<nn::LayerNorm>(dim, 1e-5));
   attn = register_module("attn", std::make_shared<nn::ShiftedWindowAttention>(nn::ShiftedWindowAttentionOptions{
-                                     .dim = dim, .num_heads = heads, .window_h = c.window_size,
-                                     .window_w = c.window_size, .shift_h = shift, .shift_w = shift,
-                                     .attn_drop = c.attn_drop, .proj_drop = c.drop, .v2 = v2_,
-                                     .roll_before_pad = c.convention == "timm_dynamic"}));
+                                     .dim = dim, .num_heads = heads, .window_h = window, .window_w = window,
+                                     .shift_h = shift, .shift_w = shift, .attn_drop = c.attn_drop, .proj_drop = c.drop,
+                                     .v2 = v2_, .roll_before_pad = c.convention == "timm_dynamic",
+                                     .hf_v2 = v2_ && c.convention == "hf", .pretrained_window_h = pretrained,
+                                     .pretrained_window_w = pretrained}));
   drop_path = register_module("stochastic_depth", std::make_shared<nn::DropPath>(dp));
   norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(dim, 1e-5));
   const auto hidden = int64_t(double(dim) * c.mlp_ratio);
@@ -163,17 +224,20 @@ SwinTransformer::SwinTransformer(const SwinConfig& c, std::string name) : cfg_(c
   for (int64_t d : c.depths) total += d;
   for (size_t i = 0; i < c.depths.size(); ++i) {
     const int64_t dim = c.embed_dim << i;
-    // timm_dynamic: the stage's map at image_size fixes the shift (timm's _calc_window_shift).
-    const int64_t built = (c.image_size / c.patch_size) >> i;
-    const bool timm_dyn = c.convention == "timm_dynamic";
-    ATTN_CHECK(!timm_dyn || built >= c.window_size, "swin (convention timm_dynamic): stage ", i + 1, "'s ", built, " x ",
-               built, " map at image_size ", c.image_size, " is smaller than the ", c.window_size,
-               " window (timm would shrink the window); use a larger image_size");
+    // timm_dynamic (and V2's hf): the stage's map at image_size fixes the shift (timm's _calc_window_shift,
+    // transformers' Swinv2Layer._compute_window_shift); V2 shrinks the window to that map.
+    const int64_t built = (c.image_size / c.patch_size) >> i, window = swin_stage_window(c, i);
+    const bool fixed = c.convention == "timm_dynamic" || (v2 && c.convention == "hf");
+    ATTN_CHECK(v2 || c.convention != "timm_dynamic" || built >= c.window_size, "swin (convention timm_dynamic): stage ",
+               i + 1, "'s ", built, " x ", built, " map at image_size ", c.image_size, " is smaller than the ",
+               c.window_size, " window (timm would shrink the window); use a larger image_size");
+    const int64_t pretrained = c.pretrained_window_sizes.empty() ? 0 : c.pretrained_window_sizes[i];
     auto stage = std::make_shared<nn::ModuleList<SwinBlock>>();
     for (int64_t b = 0; b < c.depths[i]; ++b, ++id) {
       const double dp = total > 1 ? c.drop_path * double(id) / double(total - 1) : 0.0;
-      const bool shifted = b % 2 == 1 && !(timm_dyn && built <= c.window_size);
-      stage->push_back(std::make_shared<SwinBlock>(c, dim, c.heads[i], shifted ? c.window_size / 2 : 0, dp));
+      const bool shifted = b % 2 == 1 && window == c.window_size && !(fixed && built <= c.window_size);
+      stage->push_back(std::make_shared<SwinBlock>(c, dim, c.heads[i], window, shifted ? c.window_size / 2 : 0,
+                                                   pretrained, dp));
     }
     features->push_back(stage);
     stages_.push_back(stage);
@@ -199,7 +263,10 @@ Tensor SwinTransformer::embed(const Tensor& images) const {
     const int64_t ws = cfg_.window_size;
     bool ok = H % P == 0 && W % P == 0;
     for (int64_t h = H / P, w = W / P, i = 0; ok && i < int64_t(cfg_.depths.size()); ++i, h /= 2, w /= 2) {
-      ok = (h % ws == 0 || h <= ws) && (w % ws == 0 || w <= ws);
+      // V2: timm built at H x W shrinks a window to a smaller map; the stage's window must be that one.
+      const int64_t sw = swin_stage_window(cfg_, size_t(i));
+      auto fits = [&](int64_t n) { return cfg_.version == 2 ? n % sw == 0 && (sw == ws || n == sw) : n % ws == 0 || n <= ws; };
+      ok = fits(h) && fits(w);
       if (i + 1 < int64_t(cfg_.depths.size())) ok = ok && h % 2 == 0 && w % 2 == 0;
     }
     ATTN_CHECK(ok, "swin (convention timm, strict): a ", H, " x ", W, " image does not divide into ", P, " x ", P,

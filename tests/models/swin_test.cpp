@@ -2,8 +2,8 @@
 // drawn, the heads and the position-bias tables included) written by PyTorch in torchvision's layout
 // and loaded through load_pretrained; eval-mode logits, and the gradients of one train-mode
 // cross-entropy step (dropout and stochastic depth 0), each within 1e-4 * max(1, max |reference|).
-// Small custom configs (V1 and V2) on odd sizes per commit; swin_t at 224, 300 and 250 x 333 and
-// swin_v2_t at 256 ("Slow").
+// Small custom configs (V1 and V2) on odd sizes per commit; swin_t and swin_s at 224, 300 and
+// 250 x 333, swin_v2_t at 256, 300 and 250 x 333 ("Slow").
 // timm's (>= 0.9) and Hugging Face's layouts (the torchvision weights renamed by the golden script) and
 // each source's input-size rules (written in Python in the golden script), the multi-scale
 // forward_intermediates against torchvision's features, MACs per stage against hook counts.
@@ -27,6 +27,7 @@
 #include "attn/ops/loss.h"
 #include "errors.h"
 #include "files.h"
+#include "slow.h"
 #include "torch_ref.h"
 
 using namespace attn;
@@ -184,12 +185,46 @@ TEST(Swin, SwinV2T256MatchesTorchvisionSlow) {
   check_parity("swin_v2_t", {{"seed", 0}, {"model", "swin_v2_t"}}, json::object(), 2, 256, 256, 4);
 }
 
+// V2 on sizes that do not tile: 300 x 300 (75 x 75 patches, padded to windows, odd maps merged) and
+// 250 x 333 (62 x 83).
+TEST(Swin, SwinV2T300MatchesTorchvisionSlow) {
+  check_parity("swin_v2_t", {{"seed", 0}, {"model", "swin_v2_t"}}, json::object(), 2, 300, 300, 5);
+}
+
+TEST(Swin, SwinV2T250x333MatchesTorchvisionSlow) {
+  check_parity("swin_v2_t", {{"seed", 0}, {"model", "swin_v2_t"}}, json::object(), 2, 250, 333, 6);
+}
+
+// swin_s (18 blocks in the third stage) at the three sizes: minutes each, so only with ATTN_TEST_SLOW=1.
+TEST(Swin, SwinS224MatchesTorchvisionSlow) {
+  if (!test::longest_tests_enabled()) GTEST_SKIP() << "ATTN_TEST_SLOW=1 runs it";
+  check_parity("swin_s", {{"seed", 1}, {"model", "swin_s"}}, json::object(), 2, 224, 224, 7);
+}
+
+TEST(Swin, SwinS300MatchesTorchvisionSlow) {
+  if (!test::longest_tests_enabled()) GTEST_SKIP() << "ATTN_TEST_SLOW=1 runs it";
+  check_parity("swin_s", {{"seed", 1}, {"model", "swin_s"}}, json::object(), 2, 300, 300, 8);
+}
+
+TEST(Swin, SwinS250x333MatchesTorchvisionSlow) {
+  if (!test::longest_tests_enabled()) GTEST_SKIP() << "ATTN_TEST_SLOW=1 runs it";
+  check_parity("swin_s", {{"seed", 1}, {"model", "swin_s"}}, json::object(), 2, 250, 333, 9);
+}
+
 TEST(Swin, ImageBelowOnePatchIsAnError) {
   auto m = models::create_model("swin", small_model(false));
   EXPECT_EQ(test::error_of([&] { m->forward(Tensor::zeros({1, 3, 1, 16})); }),
             "swin: expected images of at least one patch (2 x 2 pixels), got 1 x 16");
   EXPECT_EQ(test::error_of([&] { m->forward(Tensor::zeros({1, 1, 16, 16})); }),
             "swin: expected images (B, 3, H, W), got shape [1, 1, 16, 16]");
+  // Every version and convention (hf pads other sizes to whole patches, not an image under one).
+  for (const std::string conv : {"torchvision", "hf", "timm", "timm_dynamic"}) {
+    json cfg = small_model(true);
+    cfg["convention"] = conv;
+    auto v2 = models::create_model("swin", cfg);
+    EXPECT_EQ(test::error_of([&] { v2->forward(Tensor::zeros({2, 3, 16, 1})); }),
+              "swin: expected images of at least one patch (2 x 2 pixels), got 16 x 1") << conv;
+  }
 }
 
 // Weights of another Swin, or a layout other than torchvision's: errors naming the file and the model.

@@ -14,4 +14,12 @@ inline bool slow_tests_enabled() {
   return !(s && std::strcmp(s, "0") == 0);
 }
 
+// ATTN_TEST_SLOW=1 (exactly): also the longest "Slow" tests (minutes each on 2 cores, e.g. swin_s's
+// parity at three sizes), which otherwise skip themselves:
+//   if (!test::longest_tests_enabled()) GTEST_SKIP() << "ATTN_TEST_SLOW=1 runs it";
+inline bool longest_tests_enabled() {
+  const char* s = std::getenv("ATTN_TEST_SLOW");
+  return s && std::strcmp(s, "1") == 0;
+}
+
 }  // namespace attn::test

@@ -117,30 +117,39 @@ ForeignVit load_foreign_vit(const io::SafetensorsReader& file, const ForeignVitO
 // swin_torchvision.cpp): the registry model `model` (defaults + overrides, image_size when > 0) built,
 // its Linear weights in linear_dtype, and the file streamed in strictly, one tensor at a time. An
 // attn::Error names the model and every missing, unexpected and mis-shaped key (the first few of each
-// when most keys are off), or a layout other than torchvision's.
+// when most keys are off). timm's and Hugging Face's layouts (V1 and V2) are renamed first (below).
 struct ForeignSwinOptions {
   std::string model = "swin_t";
   nlohmann::json overrides = nlohmann::json::object();
-  WeightFormat format = WeightFormat::torchvision;   // timm / hf: Swin V1 (see below)
+  WeightFormat format = WeightFormat::torchvision;   // timm / hf: see below
   nlohmann::json hf_config;                          // hf: config.json (null: none), before overrides
   int64_t image_size = 0;
   DType linear_dtype = DType::f32;
 };
 std::shared_ptr<SwinTransformer> load_foreign_swin(const io::SafetensorsReader& file, const ForeignSwinOptions& o);
 
-// Swin V1 in timm's (>= 0.9) and Hugging Face's layouts (src/models/pretrained/swin_foreign.cpp):
+// Swin in timm's (>= 0.9) and Hugging Face's layouts (src/models/pretrained/swin_foreign.cpp):
 //   timm  patch_embed.{proj, norm}, layers.i.downsample (the merging at the START of stage i >= 1),
 //         layers.i.blocks.j.{norm1, attn.qkv, attn.proj, attn.relative_position_bias_table, norm2,
 //         mlp.fc1, mlp.fc2}, norm, head.fc; relative_position_index and attn_mask not stored. Files of
 //         timm < 0.9 / the original Microsoft release (layers.i.downsample at the END of stage i,
-//         the index and masks stored) are recognised by layers.0.downsample and renumbered.
+//         the index and masks stored, the classifier "head") are recognised by layers.0.downsample
+//         and head.weight and renamed as timm's checkpoint_filter_fn does.
+//         V2 (SwinTransformerV2): attn.{qkv (weight only), q_bias, v_bias, logit_scale, cpb_mlp.{0, 2}}
+//         instead of the table; relative_coords_table / relative_position_index not stored (or stored,
+//         by older files: then a coordinates table of the model's shape must hold its values).
 //   hf    swin.embeddings.{patch_embeddings.projection, norm}, swin.encoder.layers.i.blocks.j.
 //         {layernorm_before, attention.self.{query, key, value (packed into attn.qkv),
 //         relative_position_bias_table, relative_position_index}, attention.output.dense,
 //         layernorm_after, intermediate.dense, output.dense}, swin.encoder.layers.i.downsample (the
 //         merging at the END of stage i), swin.layernorm, classifier.
-// swin_source_keys: attn's key -> the layout's key(s) (three for HF's q / k / v).
-std::vector<std::string> swin_source_keys(const std::string& ours, WeightFormat f);
+//         V2 (Swinv2ForImageClassification): the root "swinv2."; attention.self.{query, key (no
+//         bias), value, logit_scale, continuous_position_bias_mlp.{0, 2}} (relative_coords_table and
+//         relative_position_index, when stored, as timm's); layernorm_before / _after are V2's
+//         post-norms (norm1 / norm2).
+// V2's q and v biases load into attn.qkv.bias with the key's zeros between them.
+// swin_source_keys: attn's key -> the layout's key(s) (three for HF's q / k / v; two for V2's biases).
+std::vector<std::string> swin_source_keys(const std::string& ours, WeightFormat f, int64_t version = 1);
 struct SwinSourceTensors {
   io::TensorList tensors;                                  // attn's names, loadable by m
   std::vector<std::string> missing, unexpected, misshaped;  // in the layout's names
@@ -150,11 +159,12 @@ struct SwinSourceTensors {
 // taken from m, position-bias tables of another window resized bicubic as timm's
 // resize_rel_pos_bias_table.
 SwinSourceTensors swin_tensors_from(const io::SafetensorsReader& file, const SwinTransformer& m, WeightFormat f);
-// A Hugging Face SwinConfig (config.json, model_type "swin") as the SwinConfig of attn's model:
-// image_size, patch_size, num_channels, embed_dim, depths, num_heads, window_size, mlp_ratio,
-// num_labels (or the size of id2label), drop_path_rate, hidden_dropout_prob,
-// attention_probs_dropout_prob; absolute position embeddings, a layer_norm_eps other than 1e-5, an
-// activation other than gelu or qkv_bias false are errors.
+// A Hugging Face SwinConfig / Swinv2Config (config.json, model_type "swin" or "swinv2") as the
+// SwinConfig of attn's model: image_size, patch_size, num_channels, embed_dim, depths, num_heads,
+// window_size, mlp_ratio, num_labels (or the size of id2label), drop_path_rate, hidden_dropout_prob,
+// attention_probs_dropout_prob; V2 also pretrained_window_sizes (all zeros: none). Absolute position
+// embeddings, a layer_norm_eps other than 1e-5, an activation other than gelu or qkv_bias false are
+// errors.
 SwinConfig swin_config_from_hf(const nlohmann::json& cfg);
 
 }  // namespace attn::models

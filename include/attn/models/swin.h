@@ -43,6 +43,10 @@ struct SwinConfig {
   double mlp_ratio = 4.0;
   double drop = 0.0, attn_drop = 0.0, drop_path = 0.2;   // drop_path: the last block's rate
   int64_t version = 1;                                   // 1 | 2
+  // V2: per stage, the window its position-bias MLP was trained at (timm's and transformers'
+  // pretrained_window_sizes, e.g. [12, 12, 12, 6] for weights fine-tuned from 192 to 256); 0 or an
+  // empty list: the stage's own window. Optional in JSON (default empty).
+  std::vector<int64_t> pretrained_window_sizes;
   // How inputs of any size run (optional in JSON; load_pretrained sets the weights' source):
   //   "torchvision"  the patch conv floors H / P; each block pads its map to window multiples and
   //                  drops the shift along a side the window covers whole; merging pads odd sides.
@@ -58,12 +62,33 @@ struct SwinConfig {
   //                  where that map is no larger than the window; a smaller one is an error, timm
   //                  would shrink the window); blocks roll, then pad (ShiftedWindowAttentionOptions::
   //                  roll_before_pad).
+  // V2 under hf, timm and timm_dynamic: as both build it, a stage whose map at image_size is smaller
+  // than the window gets a window of that map's size (its bias from the MLP over that window's
+  // coordinates) and no shift; a stage whose map equals the window, no shift. hf (transformers'
+  // Swinv2Layer) and timm_dynamic then keep those windows and shifts at every input size (hf: pad, then
+  // roll, its shift mask added twice); timm (strict) takes the sizes at which timm built at that size
+  // has the same windows: each stage's map a multiple of its window, or the shrunk window itself.
   std::string convention = "torchvision";
   // DeiT's distillation head (optional in JSON, default false): head_dist, a second Linear on the same
   // pooled features as head (DeiT's head-only variant; Swin's windows leave no place for a
   // distillation token). forward() combines the two as distilled_output() says (attn/models/distilled.h).
   bool distilled = false;
 };
+
+// Limits on a config (a larger one is refused before anything is built; published Swin models are
+// far below them): stages, blocks in all, the widest stage's width, window, patch, image side,
+// channels, classes, mlp_ratio; and the model's size: 2^33 elements in its parameters and buffers
+// (SwinV2-G has 3e9), 2^53 multiply-accumulates per image at image_size (so that every count stays
+// exact in int64).
+struct SwinLimits {
+  static constexpr int64_t stages = 8, blocks = 256, width = 1 << 16, window = 64, patch = 1024;
+  static constexpr int64_t image = 1 << 16, channels = 4096, classes = 1 << 20;
+  static constexpr double mlp_ratio = 64.0, elements = 8589934592.0, macs = 9007199254740992.0;
+};
+// Every check SwinTransformer's constructor makes (an attn::Error naming the key), without building.
+void check_swin_config(const SwinConfig& c);
+// The window of stage i (0-based): the config's, or V2's shrunk one (see convention).
+int64_t swin_stage_window(const SwinConfig& c, size_t stage);
 
 // Every key required, each checked (attn/core/json_config.h); "model" is allowed.
 SwinConfig swin_config_from_json(const nlohmann::json& j);
@@ -82,7 +107,9 @@ struct SwinBlockAttention {
 
 class SwinBlock : public nn::Module {
  public:
-  SwinBlock(const SwinConfig& c, int64_t dim, int64_t heads, int64_t shift, double drop_path);
+  // window: the stage's (swin_stage_window); pretrained: V2's pretrained window (0: none).
+  SwinBlock(const SwinConfig& c, int64_t dim, int64_t heads, int64_t window, int64_t shift, int64_t pretrained,
+            double drop_path);
   // (B, H, W, C) -> (B, H, W, C); weights: also the attention probabilities (B nW, NH, N, N)
   // (nn::ShiftedWindowAttention::forward).
   Tensor forward(const Tensor& x, Tensor* weights = nullptr) const;

@@ -153,11 +153,11 @@ Pretrained from_checkpoint(const PretrainedSource& s) {
   return p;
 }
 
-// The layout of Swin weights from their keys: Hugging Face's (swin.embeddings.*), timm's
+// The layout of Swin weights from their keys: Hugging Face's (swin.* / swinv2.*), timm's
 // (patch_embed.*) or torchvision's.
 WeightFormat detect_swin_format(const io::SafetensorsReader& f) {
   for (const io::SafetensorsEntry& e : f.entries()) {
-    if (e.name.starts_with("swin.")) return WeightFormat::hf;
+    if (e.name.starts_with("swin.") || e.name.starts_with("swinv2.")) return WeightFormat::hf;
     if (e.name.starts_with("patch_embed.")) return WeightFormat::timm;
   }
   return WeightFormat::torchvision;

@@ -1,4 +1,5 @@
-// timm (>= 0.9) and Hugging Face Swin V1 weights -> attn's (torchvision's) names; see name_maps.h.
+// timm (>= 0.9) and Hugging Face Swin V1 / V2 weights -> attn's (torchvision's) names; see name_maps.h.
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -35,6 +36,13 @@ TvKey split_tv(const std::string& k) {
   return t;
 }
 
+bool same_values(const Tensor& a, const Tensor& b) {
+  const auto x = a.to(DType::f64).to_vector<double>(), y = b.to(DType::f64).to_vector<double>();
+  for (size_t i = 0; i < x.size() && i < y.size(); ++i)
+    if (!(std::abs(x[i] - y[i]) <= 1e-6)) return false;
+  return x.size() == y.size();
+}
+
 std::string replace_prefix(const std::string& s, const std::vector<std::pair<std::string, std::string>>& table) {
   for (const auto& [from, to] : table)
     if (s.starts_with(from)) return to + s.substr(from.size());
@@ -43,25 +51,30 @@ std::string replace_prefix(const std::string& s, const std::vector<std::pair<std
 
 }  // namespace
 
-std::vector<std::string> swin_source_keys(const std::string& ours, WeightFormat f) {
+std::vector<std::string> swin_source_keys(const std::string& ours, WeightFormat f, int64_t version) {
   if (f == WeightFormat::torchvision) return {ours};
-  const bool timm = f == WeightFormat::timm;
-  if (ours.starts_with("norm.")) return {(timm ? "norm." : "swin.layernorm.") + ours.substr(5)};
+  const bool timm = f == WeightFormat::timm, v2 = version == 2;
+  const std::string hf_root = v2 ? "swinv2." : "swin.";
+  if (ours.starts_with("norm.")) return {(timm ? "norm." : hf_root + "layernorm.") + ours.substr(5)};
   if (ours.starts_with("head.")) return {(timm ? "head.fc." : "classifier.") + ours.substr(5)};
   const TvKey t = split_tv(ours);
   if (t.feature < 0) return {ours};
   const std::string leaf = ours.substr(ours.find_last_of('.') + 1);
   if (t.feature == 0) {   // patch embedding: 0 = conv, 2 = LayerNorm
-    if (t.block == "0") return {(timm ? "patch_embed.proj." : "swin.embeddings.patch_embeddings.projection.") + leaf};
-    return {(timm ? "patch_embed.norm." : "swin.embeddings.norm.") + leaf};
+    if (t.block == "0") return {(timm ? "patch_embed.proj." : hf_root + "embeddings.patch_embeddings.projection.") + leaf};
+    return {(timm ? "patch_embed.norm." : hf_root + "embeddings.norm.") + leaf};
   }
   if (t.feature % 2 == 0) {   // merging after stage feature / 2 - 1: timm's next stage starts with it
     const int64_t stage = timm ? t.feature / 2 : t.feature / 2 - 1;
-    return {(timm ? "layers." : "swin.encoder.layers.") + std::to_string(stage) + ".downsample." + t.block +
+    return {(timm ? "layers." : hf_root + "encoder.layers.") + std::to_string(stage) + ".downsample." + t.block +
             (t.rest.empty() ? "" : "." + t.rest)};
   }
-  const std::string prefix = std::string(timm ? "layers." : "swin.encoder.layers.") +
+  const std::string prefix = (timm ? std::string("layers.") : hf_root + "encoder.layers.") +
                              std::to_string((t.feature - 1) / 2) + ".blocks." + t.block + ".";
+  // V2's q and v biases (the key's is held at zero): two tensors, the zeros put between them on load.
+  if (v2 && t.rest == "attn.qkv.bias")
+    return timm ? std::vector<std::string>{prefix + "attn.q_bias", prefix + "attn.v_bias"}
+                : std::vector<std::string>{prefix + "attention.self.query.bias", prefix + "attention.self.value.bias"};
   if (timm) return {prefix + replace_prefix(t.rest, {{"mlp.0.", "mlp.fc1."}, {"mlp.3.", "mlp.fc2."}})};
   if (t.rest.starts_with("attn.qkv."))
     return {prefix + "attention.self.query." + leaf, prefix + "attention.self.key." + leaf,
@@ -70,6 +83,9 @@ std::vector<std::string> swin_source_keys(const std::string& ours, WeightFormat 
                                            {"norm2.", "layernorm_after."},
                                            {"attn.proj.", "attention.output.dense."},
                                            {"attn.relative_position", "attention.self.relative_position"},
+                                           {"attn.relative_coords_table", "attention.self.relative_coords_table"},
+                                           {"attn.logit_scale", "attention.self.logit_scale"},
+                                           {"attn.cpb_mlp.", "attention.self.continuous_position_bias_mlp."},
                                            {"mlp.0.", "intermediate.dense."},
                                            {"mlp.3.", "output.dense."}})};
 }
@@ -81,22 +97,38 @@ SwinSourceTensors swin_tensors_from(const io::SafetensorsReader& file, const Swi
   SwinSourceTensors out;
   // timm < 0.9 and the original Microsoft checkpoints merge at the END of stage i (layers.0.downsample
   // exists): renumbered as timm's checkpoint_filter_fn does.
-  bool merge_at_end = false;
+  // Their classifier is "head" (timm's checkpoint_filter_fn renames it "head.fc").
+  bool merge_at_end = false, plain_head = false;
   if (f == WeightFormat::timm)
-    for (const auto& [k, i] : index) merge_at_end = merge_at_end || k.starts_with("layers.0.downsample.");
+    for (const auto& [k, i] : index) {
+      merge_at_end = merge_at_end || k.starts_with("layers.0.downsample.");
+      plain_head = plain_head || k == "head.weight";
+    }
+  const int64_t version = m.cfg().version;
   auto source_keys = [&](const std::string& ours) {
-    std::vector<std::string> keys = swin_source_keys(ours, f);
+    std::vector<std::string> keys = swin_source_keys(ours, f, version);
     const TvKey t = split_tv(ours);
     if (merge_at_end && t.feature > 0 && t.feature % 2 == 0)
       keys = {"layers." + std::to_string(t.feature / 2 - 1) + ".downsample." + t.block + "." + t.rest};
+    if (plain_head && ours.starts_with("head.")) keys = {ours};
     return keys;
   };
   const io::TensorList mine = m.state_dict();
   for (const auto& [ours, own] : mine) {
     // Buffers attn computes (relative_position_index; V2's relative_coords_table): its own. timm >= 0.9
     // does not store them; Hugging Face's (N, N) index is the same table.
+    // A stored relative_coords_table of the model's shape must hold the model's values: others mean
+    // another pretrained window (pretrained_window_sizes).
     if (ends_with_any(ours, {"relative_position_index", "relative_coords_table"})) {
-      for (const std::string& k : source_keys(ours)) used.insert(k);
+      for (const std::string& k : source_keys(ours)) {
+        used.insert(k);
+        auto it = index.find(k);
+        if (it == index.end() || !ours.ends_with("relative_coords_table")) continue;
+        const Tensor stored = file.read(it->second);
+        if (stored.shape() == own.shape() && !same_values(stored, own))
+          out.misshaped.push_back(k + ": the file's coordinates are not the model's (set pretrained_window_sizes "
+                                  "as the weights were trained)");
+      }
       out.tensors.emplace_back(ours, own);
       continue;
     }
@@ -111,6 +143,8 @@ SwinSourceTensors swin_tensors_from(const io::SafetensorsReader& file, const Swi
       for (const std::string& k : missing) out.missing.push_back(k + " " + shape_str(own.shape()));
       continue;
     }
+    // V2's q / v biases: the key's zeros between them.
+    if (parts.size() == 2) parts.insert(parts.begin() + 1, Tensor::zeros(parts[0].shape(), parts[0].dtype()));
     Tensor t = parts.size() == 1 ? parts[0] : concat(parts, 0);
     // A position-bias table of another window ((2w'-1)^2, NH): resized bicubic, as timm's
     // resize_rel_pos_bias_table does.
@@ -141,7 +175,8 @@ SwinConfig swin_config_from_hf(const nlohmann::json& j) {
   ConfigReader r(j, "foreign weights: config.json");
   r.null_is_absent();
   const std::string type = r.get_or("model_type", "swin");
-  ATTN_CHECK(type == "swin", "foreign weights: config.json model_type must be 'swin' (Swin V1), got '", type, "'");
+  ATTN_CHECK(type == "swin" || type == "swinv2", "foreign weights: config.json model_type must be 'swin' (Swin V1) ",
+             "or 'swinv2' (Swin V2), got '", type, "'");
   const std::string act = r.get_or("hidden_act", "gelu");
   ATTN_CHECK(act == "gelu", "foreign weights: config.json hidden_act '", act,
              "' is not supported (attn's Swin MLP uses the exact GELU, 'gelu')");
@@ -166,7 +201,14 @@ SwinConfig swin_config_from_hf(const nlohmann::json& j) {
   if (r.has("num_labels")) c.num_classes = r.get<int64_t>("num_labels", Range::positive);
   else if (r.has("id2label")) c.num_classes = int64_t(r.object("id2label").json().size());
   else c.num_classes = 2;   // transformers' PretrainedConfig default
-  c.version = 1;
+  c.version = type == "swinv2" ? 2 : 1;
+  if (c.version == 2) {
+    // Swinv2Config's default [0, 0, 0, 0]: none (the stage's own window).
+    c.pretrained_window_sizes = r.get_or("pretrained_window_sizes", std::vector<int64_t>{}, Range::non_negative);
+    bool none = true;
+    for (int64_t p : c.pretrained_window_sizes) none = none && p == 0;
+    if (none) c.pretrained_window_sizes.clear();
+  }
   return c;
 }
 

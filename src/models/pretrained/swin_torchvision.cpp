@@ -37,8 +37,6 @@ std::shared_ptr<SwinTransformer> load_foreign_swin(const io::SafetensorsReader& 
   }
   auto m = std::dynamic_pointer_cast<SwinTransformer>(base);
   ATTN_CHECK(m, "foreign weights: model '", o.model, "' is not a Swin Transformer");
-  ATTN_CHECK(m->cfg().version == 1 || o.format == WeightFormat::torchvision, "foreign weights: Swin V2 weights are "
-             "read in torchvision's layout only, got layout ", weight_format_name(o.format));
   if (o.linear_dtype == DType::bf16) nn::make_linear_weights_bf16(*m);
   if (o.format != WeightFormat::torchvision) {
     SwinSourceTensors src = swin_tensors_from(file, *m, o.format);

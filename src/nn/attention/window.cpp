@@ -153,25 +153,30 @@ const ShiftedWindowAttentionOptions& checked_window_options(const ShiftedWindowA
                  o.shift_w < o.window_w,
              "ShiftedWindowAttention: expected a positive window and shifts in [0, window), got window (",
              o.window_h, ", ", o.window_w, ") and shift (", o.shift_h, ", ", o.shift_w, ")");
+  auto pretrained_ok = [](int64_t p) { return p == 0 || p >= 2; };
+  ATTN_CHECK(pretrained_ok(o.pretrained_window_h) && pretrained_ok(o.pretrained_window_w),
+             "ShiftedWindowAttention: expected a pretrained window of 0 (none) or at least 2, got (",
+             o.pretrained_window_h, ", ", o.pretrained_window_w, ")");
   return o;
 }
 
-// torchvision's relative_coords_table: (1, 2wh-1, 2ww-1, 2), log-spaced.
-Tensor swin_coords_table(int64_t wh, int64_t ww) {
+// torchvision's relative_coords_table: (1, 2wh-1, 2ww-1, 2), log-spaced; offsets divided by ph - 1,
+// pw - 1 (the pretrained window) when those are set, else by the window's - 1 (none for a window of 1).
+Tensor swin_coords_table(int64_t wh, int64_t ww, int64_t ph, int64_t pw) {
   Tensor t = Tensor::empty({1, 2 * wh - 1, 2 * ww - 1, 2});
   if (t.is_shapes_only()) return t;   // a model built with shapes only (models::parameter_count)
   float* p = t.data<float>();
   auto f = [](int64_t d, int64_t w) {
     float v = float(d);
-    v /= float(w - 1);   // as torch: f32 division, then * 8, then the log
+    if (w > 1) v /= float(w - 1);   // as torch: f32 division, then * 8, then the log
     v *= 8.0f;
     const float s = v > 0 ? 1.0f : (v < 0 ? -1.0f : 0.0f);
     return s * std::log2(std::abs(v) + 1.0f) / 3.0f;
   };
   for (int64_t i = 0; i < 2 * wh - 1; ++i)
     for (int64_t j = 0; j < 2 * ww - 1; ++j) {
-      p[(i * (2 * ww - 1) + j) * 2] = f(i - (wh - 1), wh);
-      p[(i * (2 * ww - 1) + j) * 2 + 1] = f(j - (ww - 1), ww);
+      p[(i * (2 * ww - 1) + j) * 2] = f(i - (wh - 1), ph > 0 ? ph : wh);
+      p[(i * (2 * ww - 1) + j) * 2 + 1] = f(j - (ww - 1), pw > 0 ? pw : ww);
     }
   return t;
 }
@@ -187,7 +192,8 @@ ShiftedWindowAttention::ShiftedWindowAttention(const ShiftedWindowAttentionOptio
     table_ = &register_parameter("relative_position_bias_table", Tensor::zeros({(2 * wh - 1) * (2 * ww - 1), o.num_heads}));
     init::trunc_normal_(*table_, g, 0.0, 0.02);
   } else {
-    coords_table_ = &register_buffer("relative_coords_table", swin_coords_table(wh, ww));
+    coords_table_ = &register_buffer("relative_coords_table",
+                                     swin_coords_table(wh, ww, o.pretrained_window_h, o.pretrained_window_w));
   }
   index_ = &register_buffer("relative_position_index", swin_relative_position_index(wh, ww).view({wh * ww * wh * ww}));
   if (o.v2) {
@@ -209,8 +215,8 @@ Tensor ShiftedWindowAttention::relative_position_bias() const {
 std::pair<int64_t, int64_t> ShiftedWindowAttention::effective_shift(int64_t h, int64_t w, bool shift) const {
   const int64_t wh = opt_.window_h, ww = opt_.window_w;
   const int64_t Hp = (h + wh - 1) / wh * wh, Wp = (w + ww - 1) / ww * ww;
-  const bool timm = opt_.roll_before_pad;
-  return {!shift || (!timm && wh >= Hp) ? 0 : opt_.shift_h, !shift || (!timm && ww >= Wp) ? 0 : opt_.shift_w};
+  const bool keep = opt_.roll_before_pad || opt_.hf_v2;   // the shift, whatever the map
+  return {!shift || (!keep && wh >= Hp) ? 0 : opt_.shift_h, !shift || (!keep && ww >= Wp) ? 0 : opt_.shift_w};
 }
 
 namespace {
@@ -244,6 +250,7 @@ Tensor ShiftedWindowAttention::attend(const Tensor& windows, int64_t Hp, int64_t
   const int64_t NH = opt_.num_heads, N = wh * ww, nW = (Hp / wh) * (Wp / ww);
   const bool shifted = sh + sw > 0, dropout = is_training() && opt_.attn_drop > 0;
   Tensor mask = shifted ? swin_shift_mask(Hp, Wp, wh, ww, sh, sw).to(windows.dtype()) : Tensor();   // (nW, N, N)
+  if (shifted && opt_.hf_v2) mask = mask * 2.0;   // transformers' Swin V2 adds its mask twice
   if (windows.dtype() == DType::f32 && !dropout) {
     WindowAttentionOptions o;
     if (logit_scale_) o.logit_scale = *logit_scale_;

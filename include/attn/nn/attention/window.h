@@ -23,7 +23,8 @@
 // and the persistent buffer "relative_position_index" (N N) i64 (torchvision's flat layout);
 // V2 "logit_scale" (NH, 1, 1) = log 10, "cpb_mlp" (0: Linear(2, 512), 1: ReLU, 2: Linear(512, NH, no
 // bias)) over the persistent buffer "relative_coords_table" (1, 2Wh-1, 2Ww-1, 2) of log-spaced
-// coordinates sign(t) log2(1 + |8 t / (W - 1)|) / 3; the bias is 16 sigmoid(cpb_mlp(table)[index]).
+// coordinates sign(t) log2(1 + |8 t / (W - 1)|) / 3 (W: pretrained_window when set; a window of 1
+// divides by nothing, as transformers); the bias is 16 sigmoid(cpb_mlp(table)[index]).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -63,6 +64,12 @@ struct ShiftedWindowAttentionOptions {
   // timm >= 1.0's order: roll the map, then pad it (mask for the padded size), crop, roll back; the
   // shift is kept whatever the map's size (timm fixes it when the model is built).
   bool roll_before_pad = false;
+  // transformers' Swinv2Layer: torchvision's order (pad, then roll), the shift kept whatever the map's
+  // size, and its mask added twice (-200 across regions).
+  bool hf_v2 = false;
+  // V2: the window the position-bias MLP was trained at (timm's / transformers' pretrained_window_size):
+  // relative_coords_table's offsets are divided by pretrained - 1 instead of window - 1; 0: the window.
+  int64_t pretrained_window_h = 0, pretrained_window_w = 0;
 };
 
 class ShiftedWindowAttention : public Module {
@@ -73,7 +80,7 @@ class ShiftedWindowAttention : public Module {
   // in raster order (before attention dropout).
   Tensor forward(const Tensor& x, bool shift = true, Tensor* weights = nullptr) const;
   // The shift forward(x, shift) runs an H x W map with: (0, 0) where it drops it (no shift asked for,
-  // or, rolling after padding, a window that covers the padded side whole).
+  // or, as torchvision, a window that covers the padded side whole; roll_before_pad and hf_v2 keep it).
   std::pair<int64_t, int64_t> effective_shift(int64_t h, int64_t w, bool shift = true) const;
   // (NH, N, N): the table gathered (V1), or 16 sigmoid of the MLP's (V2).
   Tensor relative_position_bias() const;
