@@ -19,6 +19,7 @@ namespace {
 
 const char* kImageGroup = "image models";
 const char* kTranslationGroup = "translation models (--model transformer | rnn-attention)";
+const char* kPretrainGroup = "BERT pre-training (--task pretrain, --model bert-mini | bert-small | bert-base-uncased ...)";
 
 // An option whose value lands in a std::optional (unset: the task's default).
 template <class T>
@@ -35,12 +36,15 @@ void apply_threads(int threads) {
 void add_common_train_flags(CLI::App* c, TrainFlags& f) {
   train::TrainConfig& cfg = f.cfg;
   c->add_option("--model", cfg.model, "model name (see `attn info --list`)")->capture_default_str();
+  add_optional(c, "--task", cfg.task, "the task: pretrain (BERT masked-LM + next-sentence pre-training); default: the "
+                                      "model's (image classification, translation; BERT models pre-train)");
   c->add_option("--model-config", f.model_json, "JSON object of config overrides, e.g. '{\"hidden\": [256]}'");
   add_optional(c, "--data", cfg.data,
                "image models: fashion-mnist (default), or a folder DIR: DIR/train/<class>/*.png|jpg and "
                "DIR/test/<class>/... (or val/; without both, validation is a fixed 10% of train/), images resized "
                "to the model's image_size, the class count taken from train/; translation models: bible-en-es "
-               "(default), synthetic:<task> or a TSV file");
+               "(default), synthetic:<task> or a TSV file; BERT pre-training: bible+wordnet (default), bible or "
+               "wordnet");
   add_optional(c, "--epochs", cfg.epochs, "epochs (default: image 5, translation 10)");
   c->add_option("--max-steps", cfg.max_steps, "stop after N optimizer steps");
   c->add_option("--max-minutes", cfg.max_minutes, "stop training after this wall time, then evaluate");
@@ -51,7 +55,12 @@ void add_common_train_flags(CLI::App* c, TrainFlags& f) {
   add_optional(c, "--wd", cfg.weight_decay, "weight decay, not on norms, biases, tokens (default: image 0.05, "
                                             "translation 0)");
   add_optional(c, "--warmup-epochs", cfg.warmup_epochs, "cosine warm-up in epochs (default 1)");
-  add_optional(c, "--warmup-steps", cfg.warmup_steps, "inverse-sqrt warm-up in steps (default 4000)");
+  add_optional(c, "--warmup-steps", cfg.warmup_steps, "warm-up in steps (inverse-sqrt: default 4000; others: "
+                                                      "instead of --warmup-epochs)");
+  add_optional(c, "--schedule", cfg.schedule, "decay after the warm-up: cosine | linear (default: BERT pre-training "
+                                              "linear, image cosine)");
+  add_optional(c, "--batch", f.batch, "sequences or images per micro-batch (default: image 128, BERT pre-training 32)");
+  add_optional(c, "--limit-eval", f.limit_eval, "image, BERT pre-training: evaluate on the first N examples");
   add_optional(c, "--beta2", cfg.beta2, "Adam's beta2 (default: image 0.999, translation 0.98)");
   c->add_option("--label-smoothing", cfg.label_smoothing)->capture_default_str();
   c->add_option("--clip-grad", cfg.clip_grad, "global gradient-norm clip (0: off)")->capture_default_str();
@@ -74,8 +83,6 @@ void add_image_train_flags(CLI::App* c, TrainFlags& f) {
   train::ImageTaskConfig& ic = f.cfg.image;
   const char* g = kImageGroup;
   c->add_option("--data-dir", ic.data_dir, "where the Fashion-MNIST files are")->group(g)->capture_default_str();
-  c->add_option("--batch", ic.batch)->group(g)->capture_default_str();
-  c->add_option("--limit-eval", ic.limit_eval, "evaluate on the first N images")->group(g);
   c->add_flag("--augment,!--no-augment", ic.augment, "random crop (padding 2) + flip")->group(g);
   c->add_option("--rand-augment", ic.rand_augment, "RandAugment: number of ops per image (0: off; DeiT: 2)")
       ->group(g)->capture_default_str();
@@ -104,8 +111,33 @@ void add_translation_train_flags(CLI::App* c, TrainFlags& f) {
   c->add_option("--limit-test", tc.limit_test, "decode only the first N test pairs")->group(g);
 }
 
+void add_pretrain_train_flags(CLI::App* c, TrainFlags& f) {
+  train::PretrainTaskConfig& pc = f.cfg.pretrain;
+  const char* g = kPretrainGroup;
+  c->add_option("--vocab", pc.vocab, "bert-base-uncased's vocab.txt (default: scripts/fetch_bert_vocab.sh's cache)")
+      ->group(g);
+  c->add_option("--max-seq-length", pc.max_seq_length, "tokens per instance")->group(g)->capture_default_str();
+  c->add_option("--short-seq-prob", pc.short_seq_prob, "probability of a shorter target length")->group(g)
+      ->capture_default_str();
+  c->add_option("--masked-lm-prob", pc.masked_lm_prob, "fraction of tokens predicted")->group(g)->capture_default_str();
+  c->add_option("--max-predictions", pc.max_predictions_per_seq, "most masked tokens per instance")->group(g)
+      ->capture_default_str();
+  c->add_option("--dupe-factor", pc.dupe_factor, "passes over the corpus, each with its own segmentation")->group(g)
+      ->capture_default_str();
+  c->add_option("--masking", pc.masking, "dynamic (masks drawn afresh each epoch) | static (fixed per duplicate)")
+      ->check(CLI::IsMember({"dynamic", "static"}))->group(g)->capture_default_str();
+  c->add_flag("--whole-word-mask", pc.whole_word_mask, "mask whole words (a word's ## pieces with it)")->group(g);
+  c->add_option("--validation-fraction", pc.validation_fraction, "documents held out for validation")->group(g)
+      ->capture_default_str();
+  c->add_option("--sword-dir", pc.sword_dir, "where the SWORD modules are (the KJV)")->group(g)->capture_default_str();
+  c->add_option("--wordnet-dir", pc.wordnet_dir, "WordNet 3.0's dict directory (default: ATTN_WORDNET_DIR or "
+                                                 "/usr/share/wordnet)")->group(g);
+}
+
 void finish_train_flags(TrainFlags& f) {
   apply_threads(f.threads);
+  if (f.batch) f.cfg.image.batch = f.cfg.pretrain.batch = *f.batch;
+  if (f.limit_eval) f.cfg.image.limit_eval = f.cfg.pretrain.limit_eval = *f.limit_eval;
   if (!f.model_json.empty()) {
     auto j = nlohmann::json::parse(f.model_json, nullptr, false);
     ATTN_CHECK(!j.is_discarded() && j.is_object(), "--model-config: expected a JSON object, got '", f.model_json, "'");
@@ -132,6 +164,11 @@ void print_result(const train::TrainResult& r) {
     std::printf("test %s\n  exact match %.2f%%  (%lld steps, %.0f target tokens/s, %.1f min of training)\n",
                 m["test_bleu_line"].get<std::string>().c_str(), 100 * r.metric("test_exact_match"), (long long)r.steps,
                 r.items_per_second, r.train_seconds / 60);
+  if (m.contains("val_mlm_accuracy"))
+    std::printf("validation: MLM accuracy %.2f%% (loss %.4f), NSP accuracy %.2f%% (loss %.4f)  (%lld steps, %.1f "
+                "sequences/s, %.1f min of training)\n",
+                100 * r.metric("val_mlm_accuracy"), r.metric("val_mlm_loss"), 100 * r.metric("val_nsp_accuracy"),
+                r.metric("val_nsp_loss"), (long long)r.steps, r.items_per_second, r.train_seconds / 60);
   std::printf("checkpoint: %s\nlog:        %s\ncurve:      %s\nmetrics:    %s\n", r.checkpoint.c_str(), r.log.c_str(),
               r.plot.c_str(), r.metrics_path.c_str());
   if (m.contains("samples")) std::printf("samples:    %s\n", m["samples"].get<std::string>().c_str());
@@ -154,15 +191,22 @@ void add_train(CLI::App& app) {
       ->capture_default_str();
   c->add_option("--tau", ic.tau, "soft distillation temperature")->group(kImageGroup)->capture_default_str();
   add_translation_train_flags(c, *f);
+  add_pretrain_train_flags(c, *f);
   c->callback([c, f] {
     finish_train_flags(*f);
-    // A flag of the other task's group is refused: it would silently do nothing.
-    const bool translation = models::has_model(f->cfg.model) &&
-                             models::model_entry(f->cfg.model).task == models::kTranslation;
-    const std::string other = translation ? kImageGroup : kTranslationGroup;
-    for (const CLI::Option* o : c->get_options())
-      ATTN_CHECK(o->get_group() != other || o->count() == 0, "train: ", o->get_name(), " applies to ", other,
-                 ", not to ", f->cfg.model, translation ? " (translation batches are sized with --max-tokens)" : "");
+    // A flag of another task's group is refused: it would silently do nothing.
+    const std::string kind = models::has_model(f->cfg.model) ? models::model_entry(f->cfg.model).task : "";
+    const bool translation = kind == models::kTranslation;
+    const bool pretrain = f->cfg.task.value_or(kind) == "pretrain" || (!f->cfg.task && kind == models::kMaskedLM);
+    const std::string mine = pretrain ? kPretrainGroup : translation ? kTranslationGroup : kImageGroup;
+    for (const CLI::Option* o : c->get_options()) {
+      const std::string grp = o->get_group();
+      const bool task_group = grp == kImageGroup || grp == kTranslationGroup || grp == kPretrainGroup;
+      ATTN_CHECK(!task_group || grp == mine || o->count() == 0, "train: ", o->get_name(), " applies to ", grp,
+                 ", not to ", f->cfg.model);
+    }
+    ATTN_CHECK(!translation || (!f->batch && !f->limit_eval), "train: --batch and --limit-eval apply to image and "
+               "BERT pre-training models, not to ", f->cfg.model, " (translation batches are sized with --max-tokens)");
     print_result(train::train(f->cfg));
   });
 }

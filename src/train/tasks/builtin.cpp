@@ -1,5 +1,6 @@
 // The tasks attn trains, registered under the task kinds the model registry names.
 #include "attn/train/tasks/image_classification.h"
+#include "attn/train/tasks/pretrain.h"
 #include "attn/train/tasks/translation.h"
 
 namespace attn::train {
@@ -8,6 +9,8 @@ void register_builtin_tasks() {
   static const bool done = [] {
     register_task(models::kImageClassification, make_image_classification_task);
     register_task(models::kTranslation, make_translation_task);
+    register_task(models::kMaskedLM, make_pretrain_task);   // a BERT without --task pre-trains
+    register_task(kPretrainTask, make_pretrain_task);
     return true;
   }();
   (void)done;
