@@ -310,7 +310,7 @@ std::shared_ptr<models::BertPreTrainedModel> make_pretraining_model(const std::s
                                                                     const nlohmann::json& overrides) {
   const models::ModelEntry& e = models::model_entry(name);
   ATTN_CHECK(e.task == models::kMaskedLM, "train --task pretrain: expected a BERT model (bert-mini, bert-small, "
-             "bert-base-uncased, ...), got '", name, "', a ", e.task, " model");
+             "bert-base-uncased, ...), got '", name, "', a model of the task ", e.task);
   auto m = std::dynamic_pointer_cast<models::BertPreTrainedModel>(models::create(name, overrides));
   ATTN_CHECK(m != nullptr, "train --task pretrain: expected a BERT model, got '", name, "'");
   ATTN_CHECK(m->cfg().architecture == models::BertArchitecture::pretraining,
