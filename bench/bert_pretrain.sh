@@ -4,7 +4,7 @@
 # create_pretraining_data.py makes them, dynamic masking), for MINUTES of training, then the validation
 # masked-LM and next-sentence accuracies (held-out documents) and a few fill-mask guesses of the checkpoint.
 #
-#   bash bench/bert_pretrain.sh [BUILD_DIR] [--minutes 15] [--threads T] [--batch 32] [--out DIR]
+#   bash bench/bert_pretrain.sh [BUILD_DIR] [--minutes 15] [--threads T] [--batch 32] [--limit-eval 2000] [--out DIR]
 #
 # Needs bert-base-uncased's vocab.txt (scripts/fetch_bert_vocab.sh), sword-text-kjv and wordnet-base.
 # The lr schedule is laid out over the steps MINUTES allows at the rate of a first timed step, so the
@@ -14,14 +14,15 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-build}
 [[ $# -gt 0 ]] && shift
-minutes=15 threads=2 batch=32 out=""
+minutes=15 threads=2 batch=32 limit_eval=2000 out=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --minutes) minutes=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     --batch) batch=$2; shift 2 ;;
+    --limit-eval) limit_eval=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    *) echo "bert_pretrain.sh: unknown argument '$1' (expected --minutes M, --threads T, --batch B, --out DIR)" >&2
+    *) echo "bert_pretrain.sh: unknown argument '$1' (expected --minutes M, --threads T, --batch B, --limit-eval N, --out DIR)" >&2
        exit 2 ;;
   esac
 done
@@ -44,7 +45,7 @@ rm -rf "$probe"
 evals=$(( steps / 5 > 0 ? steps / 5 : 1 ))
 echo "== bert-mini pre-training on bible+wordnet: ~$steps steps of $batch sequences ($rate seq/s measured), $minutes min"
 "$attn" train --model bert-mini --task pretrain --data bible+wordnet --batch "$batch" --threads "$threads" \
-  --max-steps "$steps" --max-minutes "$minutes" --eval-every "$evals" --limit-eval 2000 --warmup-steps $(( steps / 20 + 1 )) \
+  --max-steps "$steps" --max-minutes "$minutes" --eval-every "$evals" --limit-eval "$limit_eval" --warmup-steps $(( steps / 20 + 1 )) \
   --out "$out"
 echo "== fill-mask with the checkpoint"
 for text in "In the beginning God created the [MASK] and the earth." "And God said, Let there be [MASK]." \
