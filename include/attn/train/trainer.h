@@ -106,7 +106,9 @@ struct TrainConfig {
   // The task ("pretrain", ...); unset: the model's registry kind decides (models/registry.h).
   std::optional<std::string> task;
   nlohmann::json model_config = nlohmann::json::object();   // overrides on the registry defaults
-  std::optional<std::string> data;   // image: fashion-mnist | an image folder; translation: bible-en-es | synthetic:<task> | a TSV file
+  // image: fashion-mnist | an image folder; translation: bible-en-es | synthetic:<task> | a TSV file;
+  // BERT pre-training: bible+wordnet | bible | wordnet
+  std::optional<std::string> data;
   std::optional<int64_t> epochs;
   int64_t max_steps = 0;             // stop after this many optimizer steps (0: epochs)
   double max_minutes = 0;            // > 0: stop training after this wall time (then evaluate)

@@ -37,6 +37,18 @@ int64_t pretrain_correct(const Tensor& logits, const Tensor& labels) {
 
 double pretrain_ratio(double a, double b) { return b > 0 ? a / b : NAN; }
 
+// A batch's contribution to the sums above.
+std::vector<double> pretrain_sums(const PretrainingLoss& l) {
+  std::vector<double> s(kNumSums, 0.0);
+  s[kMasked] = double(l.num_masked);
+  s[kMlmLoss] = l.mlm_loss.item() * double(l.num_masked);
+  s[kMlmCorrect] = double(l.mlm_correct);
+  s[kSeqs] = double(l.num_sequences);
+  s[kNspLoss] = l.nsp_loss.item() * double(l.num_sequences);
+  s[kNspCorrect] = double(l.nsp_correct);
+  return s;
+}
+
 // The data spec a checkpoint keeps ("data"): what rebuilds the same instances.
 struct PretrainDataSpec {
   std::string data = "bible+wordnet";
@@ -108,13 +120,7 @@ class PretrainTask : public Task {
     StepOutput out;
     out.loss = l.loss;
     out.items = l.num_sequences;
-    out.sums.assign(kNumSums, 0.0);
-    out.sums[kMasked] = double(l.num_masked);
-    out.sums[kMlmLoss] = l.mlm_loss.item() * double(l.num_masked);
-    out.sums[kMlmCorrect] = double(l.mlm_correct);
-    out.sums[kSeqs] = double(l.num_sequences);
-    out.sums[kNspLoss] = l.nsp_loss.item() * double(l.num_sequences);
-    out.sums[kNspCorrect] = double(l.nsp_correct);
+    out.sums = pretrain_sums(l);
     return out;
   }
 
@@ -270,13 +276,8 @@ nlohmann::json PretrainTask::evaluate() {
     std::vector<int64_t> which;
     for (int64_t i = at; i < std::min(n, at + spec_.pc.batch); ++i) which.push_back(i);
     const data::PretrainingBatch b = data::make_pretraining_batch(val_, which, vocab_, masking(), ~spec_.seed, -1);
-    const PretrainingLoss l = pretraining_loss(*model_, b);
-    s[kMasked] += double(l.num_masked);
-    s[kMlmLoss] += l.mlm_loss.item() * double(l.num_masked);
-    s[kMlmCorrect] += double(l.mlm_correct);
-    s[kSeqs] += double(l.num_sequences);
-    s[kNspLoss] += l.nsp_loss.item() * double(l.num_sequences);
-    s[kNspCorrect] += double(l.nsp_correct);
+    const std::vector<double> part = pretrain_sums(pretraining_loss(*model_, b));
+    for (size_t k = 0; k < part.size(); ++k) s[k] += part[k];
   }
   model_->train(was);
   const double mlm = pretrain_ratio(s[kMlmLoss], s[kMasked]), nsp = pretrain_ratio(s[kNspLoss], s[kSeqs]);
