@@ -216,12 +216,14 @@ TEST(Bert, MacsPerSequenceFollowTheModules) {
   }
 }
 
-// Training a BERT is not there yet: the trainer says so instead of misreading the model.
-TEST(Bert, TrainingSaysThereIsNoTask) {
+// A BERT (registry kind masked-lm) trains on the pre-training task unless --task says otherwise.
+TEST(Bert, TrainingPreTrainsByDefault) {
   train::TrainConfig cfg;
   cfg.model = "bert-mini";
-  EXPECT_EQ(test::error_of([&] { train::make_task(cfg); }),
-            "train: the model bert-mini is trained on the task 'masked-lm', which has no trainer task");
+  const std::unique_ptr<train::Task> t = train::make_task(cfg);
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->checkpoint_extra().at("task"), "pretrain");
+  EXPECT_EQ(t->unit(), "seq");
 }
 
 // ---------------------------------------------------------------- parity
