@@ -8,8 +8,11 @@
 //
 // --rounds N alternates attn and PyTorch N times and reports the medians of the per-round ratios.
 //
-//   build/bench/bert_train_bench [--threads 2] [--steps 10] [--rounds 1] [--no-peer] [--all-rows]
+// --breakdown prints attn's forward + loss, backward and optimizer times apart (medians).
+//
+//   build/bench/bert_train_bench [--threads 2] [--steps 10] [--rounds 1] [--no-peer] [--all-rows] [--breakdown]
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -60,13 +63,14 @@ data::PretrainingBatch make_batch(int64_t B, int32_t T) {
 
 int main(int argc, char** argv) {
   int threads = 2, steps = 10, rounds = 1;
-  bool peer = true, all_rows = false;
+  bool peer = true, all_rows = false, breakdown = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) steps = std::max(1, std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
     else if (!std::strcmp(argv[i], "--no-peer")) peer = false;
     else if (!std::strcmp(argv[i], "--all-rows")) all_rows = true;
+    else if (!std::strcmp(argv[i], "--breakdown")) breakdown = true;
   }
   set_num_threads(threads);
   manual_seed(0);
@@ -96,6 +100,25 @@ int main(int argc, char** argv) {
     opt.step();
     opt.zero_grad();
   };
+  if (breakdown) {
+    std::vector<double> fwd, bwd, upd;
+    for (int i = 0; i < steps + 1; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      train::PretrainingLoss l = train::pretraining_loss(*model, batch);
+      const auto t1 = std::chrono::steady_clock::now();
+      l.loss.backward();
+      const auto t2 = std::chrono::steady_clock::now();
+      opt.step();
+      opt.zero_grad();
+      const auto t3 = std::chrono::steady_clock::now();
+      if (i == 0) continue;   // warm-up
+      fwd.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+      bwd.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+      upd.push_back(std::chrono::duration<double, std::milli>(t3 - t2).count());
+    }
+    std::printf("  attn breakdown (medians): forward + loss %.1f ms, backward %.1f ms, AdamW %.1f ms\n", median(fwd),
+                median(bwd), median(upd));
+  }
   const std::string script = std::string(ATTN_SOURCE_DIR) + "/bench/peers/bert_train.py";
   std::vector<double> attn_ms, all_ms, torch_ms, ratios;
   for (int r = 0; r < rounds; ++r) {
