@@ -453,7 +453,7 @@ TEST(Bert, PackedEqualsPaddedAndTorchOverLengthMixes) {
   expect_close(index_select(o.pooler_output, 0, first), index_select(ref.at("pooler_output"), 0, first), "pooler_output");
   expect_close(index_select(o.seq_relationship_logits, 0, first),
                index_select(ref.at("seq_relationship_logits"), 0, first), "seq_relationship_logits");
-  const Tensor& pooler_bias = m->bert().named_parameters().back().second;   // pooler.dense.bias, registered last
+  const Tensor pooler_bias = m->bert().named_parameters().back().second;   // pooler.dense.bias, registered last
   ASSERT_EQ(m->bert().named_parameters().back().first, "pooler.dense.bias");
   EXPECT_TENSOR_NEAR(o.pooler_output.select(0, 5), tanh(pooler_bias), 1e-7, 1e-7);
 }
