@@ -27,7 +27,9 @@
 // the log also has train_loss, train_mlm_accuracy and train_nsp_accuracy of the window.
 // Defaults: AdamW lr 5e-4, betas (0.9, 0.999), eps 1e-6, weight decay 0.01 (not on LayerNorms and
 // biases), linear warm-up over half an epoch then linear decay to 0 (--schedule cosine: timm's cosine),
-// 10 epochs, out runs/<model>-pretrain. The checkpoint has "task": "pretrain" and the data spec ("data").
+// 10 epochs, out runs/<model>-pretrain. The checkpoint has "task": "pretrain" and the data spec ("data":
+// data, seed, the instance and masking settings, batch); --resume rebuilds the data from that spec, so
+// the data flags of the resuming call do not matter (only --limit-eval and the sources' directories do).
 // Errors (attn::Error): a model that is not a BERT, or not a BertForPreTraining; the vocabulary missing
 // (naming scripts/fetch_bert_vocab.sh) or of another size than the model's; the data's (unknown name,
 // unreadable source, no text); fewer training instances than a batch.
