@@ -45,16 +45,16 @@ void add_common_train_flags(CLI::App* c, TrainFlags& f) {
                "to the model's image_size, the class count taken from train/; translation models: bible-en-es "
                "(default), synthetic:<task> or a TSV file; BERT pre-training: bible+wordnet (default), bible or "
                "wordnet");
-  add_optional(c, "--epochs", cfg.epochs, "epochs (default: image 5, translation 10)");
+  add_optional(c, "--epochs", cfg.epochs, "epochs (default: image 5, translation 10, BERT pre-training 10)");
   c->add_option("--max-steps", cfg.max_steps, "stop after N optimizer steps");
   c->add_option("--max-minutes", cfg.max_minutes, "stop training after this wall time, then evaluate");
   add_optional(c, "--lr", cfg.lr,
                "image: peak learning rate of AdamW warm-up + cosine (default 1e-3); translation: the scale of the "
-               "inverse-sqrt schedule (default 1.0)");
-  add_optional(c, "--min-lr", cfg.min_lr, "cosine floor (default 1e-5)");
+               "inverse-sqrt schedule (default 1.0); BERT pre-training: peak of the linear warm-up and decay (5e-4)");
+  add_optional(c, "--min-lr", cfg.min_lr, "floor of the decay (default 1e-5; BERT pre-training 0)");
   add_optional(c, "--wd", cfg.weight_decay, "weight decay, not on norms, biases, tokens (default: image 0.05, "
-                                            "translation 0)");
-  add_optional(c, "--warmup-epochs", cfg.warmup_epochs, "cosine warm-up in epochs (default 1)");
+                                            "translation 0, BERT pre-training 0.01)");
+  add_optional(c, "--warmup-epochs", cfg.warmup_epochs, "warm-up in epochs (default 1; BERT pre-training 0.5)");
   add_optional(c, "--warmup-steps", cfg.warmup_steps, "warm-up in steps (inverse-sqrt: default 4000; others: "
                                                       "instead of --warmup-epochs)");
   add_optional(c, "--schedule", cfg.schedule, "decay after the warm-up: cosine | linear (default: BERT pre-training "
@@ -62,7 +62,7 @@ void add_common_train_flags(CLI::App* c, TrainFlags& f) {
   add_optional(c, "--batch", f.batch, "sequences or images per micro-batch (default: image 128, BERT pre-training 32)");
   add_optional(c, "--limit-eval", f.limit_eval, "image, BERT pre-training: evaluate on the first N examples");
   add_optional(c, "--beta2", cfg.beta2, "Adam's beta2 (default: image 0.999, translation 0.98)");
-  c->add_option("--label-smoothing", cfg.label_smoothing)->capture_default_str();
+  c->add_option("--label-smoothing", cfg.label_smoothing, "image and translation losses")->capture_default_str();
   c->add_option("--clip-grad", cfg.clip_grad, "global gradient-norm clip (0: off)")->capture_default_str();
   c->add_option("--ema-decay", cfg.ema_decay, "keep an EMA of the weights (0: off; e.g. 0.9998)")->capture_default_str();
   c->add_option("--grad-accum", cfg.grad_accum, "micro-batches per optimizer step")->capture_default_str();
@@ -72,7 +72,8 @@ void add_common_train_flags(CLI::App* c, TrainFlags& f) {
       ->check(CLI::IsMember({"f32", "bf16"}));
   c->add_option("--seed", cfg.seed)->capture_default_str();
   c->add_option("--threads", f.threads, "threads (default: ATTN_NUM_THREADS or all cores)");
-  add_optional(c, "--out", cfg.out, "output directory (default: image runs/default, translation runs/<model>)");
+  add_optional(c, "--out", cfg.out, "output directory (default: image runs/default, translation runs/<model>, BERT "
+                                          "pre-training runs/<model>-pretrain)");
   c->add_option("--ckpt-every", cfg.checkpoint_every, "also checkpoint every N steps")->capture_default_str();
   c->add_option("--eval-every", cfg.eval_every, "steps between evaluations (0: each epoch)");
   c->add_flag("--resume", cfg.resume, "continue from OUT/checkpoint.safetensors");
