@@ -399,6 +399,20 @@ TEST(Bert, PretrainingStepEqualsTorch) {
   expect_close(l.mlm_loss.reshape({1}), ref.at("mlm_loss"), "mlm_loss");
   expect_close(l.nsp_loss.reshape({1}), ref.at("nsp_loss"), "nsp_loss");
   expect_grads_like_torch(*m, ref);
+  // Evaluation (eval mode, no gradients, padding: the packed path) gives the padded path's MLM logits
+  // at the masked rows.
+  m->eval();
+  NoGradGuard ng;
+  const models::BertInputs bi{b.inputs.input_ids, b.inputs.token_type_ids, b.inputs.attention_mask};
+  models::BertOutputOptions o;
+  o.mlm_rows = b.mlm_rows;
+  const Tensor packed = m->forward(bi, o).prediction_logits;
+  o.pack_tokens = false;
+  const Tensor padded = m->forward(bi, o).prediction_logits;
+  EXPECT_EQ(packed.shape(), (Shape{b.num_masked, 30522}));
+  // (packed it was: without mlm_rows, a padded position's logits are the packed path's zeros)
+  EXPECT_EQ(max(abs(m->forward(bi).prediction_logits.select(0, 3).select(0, T - 1))).item(), 0.0);
+  expect_close(packed, padded, "eval MLM logits at the masked rows, packed vs padded");
 }
 
 // ---------------------------------------------------------------- packed inference
