@@ -247,6 +247,13 @@ BENCHMARKS = [
           "label smoothing 0.1, f32, against torchvision's SwinTransformer of the same sizes "
           "(`vit_train_bench --model swin_fmnist`); with --rounds, the median of alternated rounds.",
           {"swin_fmnist, training step": faster(1.5)}),
+    Bench("bert_train", "speed", "BERT pre-training step",
+          "bert-mini (4 layers, 256 hidden, 4 heads) BertForPreTraining, batch 32 x 128 tokens, 19 masked positions "
+          "per sequence, MLM + NSP cross-entropy, AdamW, dropout 0.1, f32 (bench/bert_train_bench.cpp), against "
+          "PyTorch running Hugging Face's module tree of the same model (bench/peers/bert_train.py: the MLM head "
+          "at every position, as transformers computes it; attn runs it at the masked positions, as Google's "
+          "BERT gathers them); with --rounds, the median of alternated rounds.",
+          {"bert-mini, training step": faster(1.5)}),
     Bench("encoder_block", "speed", "Pre-norm Transformer encoder block",
           "D 768, 12 heads, T 197, batch 8, f32; median of the timed runs, each side at its better wait policy.",
           {"forward + backward": faster(1.5), "forward (training)": NO_TARGET, "forward, no grad": NO_TARGET}),
@@ -523,6 +530,9 @@ def normalise(path, detail=False):
         elif b == "bert_finetune":
             rec("speed", "bert_finetune", f"{j['model']}, batch {j['batch']} × {j['seq_len']}, training step", "ms",
                 j["attn_ms"], j["torch_ms"], ratio=round(j["speedup"], 2))
+        elif b == "bert_train":
+            rec("speed", "bert_train", f"{j['model']}, training step", "ms", j["attn_ms"], j["torch_ms"],
+                ratio=None if j.get("train_speedup") is None else round(j["train_speedup"], 2))
         elif b == "transformer_decode":
             rec("speed", "transformer_decode", "with a KV cache", "tok/s", j["attn_cached_tok_s"],
                 j["torch_cached_tok_s"])

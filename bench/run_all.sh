@@ -27,7 +27,7 @@ while [[ $# -gt 0 ]]; do
 done
 [[ -f "$build/CMakeCache.txt" ]] || cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" --target attn_cli fma_peak_bench linear_bench kernels_bench attention_bench conv_bench mlp_train_bench \
-  encoder_block_bench vit_train_bench transformer_decode_bench rnn_bench translate_train_bench bert_finetune_bench >/dev/null
+  encoder_block_bench vit_train_bench transformer_decode_bench rnn_bench translate_train_bench bert_train_bench bert_finetune_bench >/dev/null
 log="$(dirname "$out")/$(basename "$out" .jsonl)"
 mkdir -p "$log"
 python3 bench/results_table.py --host-record >"$out"
@@ -52,6 +52,7 @@ if [[ $quick = 1 ]]; then
     "vit_train_bench --threads 2 --model vit_fmnist_small --steps 5 --infer-reps 3 --rounds 2"
     "vit_train_bench --threads 2 --model swin_fmnist --steps 5 --infer-reps 0 --rounds 2"
     "bert_finetune_bench --threads 2 --steps 2 --rounds 1"
+    "bert_train_bench --threads 2 --steps 3 --rounds 1"
     "transformer_decode_bench --threads 2 --reps 1"
     "rnn_bench --threads 2"
   )
@@ -69,6 +70,7 @@ else
     "vit_train_bench --threads 2 --model vit_fmnist --steps 8 --infer-reps 4 --rounds 5"
     "vit_train_bench --threads 2 --model swin_fmnist --steps 8 --infer-reps 0 --rounds 5"
     "bert_finetune_bench --threads 2 --steps 4 --rounds 3"
+    "bert_train_bench --threads 2 --steps 5 --rounds 3"
     "transformer_decode_bench --threads 2 --reps 3"
     "rnn_bench --threads 2"
   )

@@ -1,13 +1,13 @@
 // attn train: any registered model on its task (train/trainer.h): image classifiers (optionally with
-// DeiT distillation from a teacher checkpoint), translation models, and BERT fine-tuning (--task).
+// DeiT distillation from a teacher checkpoint), translation models, BERT pre-training and BERT
+// fine-tuning (--task).
 //   attn train --model transformer --data bible-en-es --model-config '{"d_model": 256}' --max-minutes 60
 //   attn train --model resnet_fmnist --epochs 10 --augment --out runs/resnet
 //   attn train --model deit_fmnist_distilled --teacher runs/resnet/checkpoint.safetensors --distill hard
+//   attn train --task pretrain --model bert-mini --data bible+wordnet --max-minutes 60 --out runs/pre
 //   attn train --task classify --model bert-mini --data wordnet-lexname --init runs/pre/checkpoint.safetensors
 //   attn train --task tag --model bert-mini --data wordnet-supersense --max-steps 500
-#include <algorithm>
 #include <cmath>
-#include <iterator>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -23,6 +23,7 @@ namespace {
 
 const char* kImageGroup = "image models";
 const char* kTranslationGroup = "translation models (--model transformer | rnn-attention)";
+const char* kPretrainGroup = "BERT pre-training (--task pretrain, --model bert-mini | bert-small | bert-base-uncased ...)";
 const char* kTextGroup = "BERT fine-tuning (--task classify | tag)";
 
 // An option whose value lands in a std::optional (unset: the task's default).
@@ -40,29 +41,37 @@ void apply_threads(int threads) {
 void add_common_train_flags(CLI::App* c, TrainFlags& f) {
   train::TrainConfig& cfg = f.cfg;
   c->add_option("--model", cfg.model, "model name (see `attn info --list`)")->capture_default_str();
-  add_optional(c, "--task", cfg.task,
-               "the task (default: the model's): classify (BERT sentence / sentence-pair classification) | tag "
-               "(BERT sequence labelling); their --model defaults to bert-mini");
+  add_optional(c, "--task", cfg.task, "the task: pretrain (BERT masked-LM + next-sentence pre-training) | classify "
+                                      "(BERT sentence / sentence-pair classification) | tag (BERT sequence labelling; "
+                                      "classify and tag default to --model bert-mini); default: the model's (image "
+                                      "classification, translation; BERT models pre-train)");
   c->add_option("--model-config", f.model_json, "JSON object of config overrides, e.g. '{\"hidden\": [256]}'");
   add_optional(c, "--data", cfg.data,
                "image models: fashion-mnist (default), or a folder DIR: DIR/train/<class>/*.png|jpg and "
                "DIR/test/<class>/... (or val/; without both, validation is a fixed 10% of train/), images resized "
                "to the model's image_size, the class count taken from train/; translation models: bible-en-es "
-               "(default), synthetic:<task> or a TSV file; --task classify: wordnet-lexname (default) | "
-               "wordnet-pairs; --task tag: wordnet-supersense");
-  add_optional(c, "--epochs", cfg.epochs, "epochs (default: image 5, translation 10)");
+               "(default), synthetic:<task> or a TSV file; BERT pre-training: bible+wordnet (default), bible or "
+               "wordnet; --task classify: wordnet-lexname (default) | wordnet-pairs; --task tag: wordnet-supersense");
+  add_optional(c, "--epochs", cfg.epochs, "epochs (default: image 5, translation 10, BERT pre-training 10)");
   c->add_option("--max-steps", cfg.max_steps, "stop after N optimizer steps");
   c->add_option("--max-minutes", cfg.max_minutes, "stop training after this wall time, then evaluate");
   add_optional(c, "--lr", cfg.lr,
                "image: peak learning rate of AdamW warm-up + cosine (default 1e-3); translation: the scale of the "
-               "inverse-sqrt schedule (default 1.0)");
-  add_optional(c, "--min-lr", cfg.min_lr, "cosine floor (default 1e-5)");
+               "inverse-sqrt schedule (default 1.0); BERT pre-training: peak of the linear warm-up and decay (5e-4)");
+  add_optional(c, "--min-lr", cfg.min_lr, "floor of the decay (default 1e-5; BERT pre-training 0)");
   add_optional(c, "--wd", cfg.weight_decay, "weight decay, not on norms, biases, tokens (default: image 0.05, "
-                                            "translation 0)");
-  add_optional(c, "--warmup-epochs", cfg.warmup_epochs, "cosine warm-up in epochs (default 1)");
-  add_optional(c, "--warmup-steps", cfg.warmup_steps, "inverse-sqrt warm-up in steps (default 4000)");
+                                            "translation 0, BERT pre-training 0.01)");
+  add_optional(c, "--warmup-epochs", cfg.warmup_epochs, "warm-up in epochs (default 1; BERT pre-training 0.5)");
+  add_optional(c, "--warmup-steps", cfg.warmup_steps, "warm-up in steps (inverse-sqrt: default 4000; others: "
+                                                      "instead of --warmup-epochs)");
+  add_optional(c, "--schedule", cfg.schedule, "decay after the warm-up: cosine | linear (default: BERT pre-training "
+                                              "linear, image cosine)");
+  add_optional(c, "--batch", f.batch, "sequences or images per micro-batch (default: image 128, BERT 32)");
+  add_optional(c, "--limit-eval", f.limit_eval, "image, BERT: evaluate on the first N examples");
+  add_optional(c, "--vocab", f.vocab, "BERT: vocab.txt (default: beside --init's weights, else bert-base-uncased's "
+                                      "from scripts/fetch_bert_vocab.sh's cache)");
   add_optional(c, "--beta2", cfg.beta2, "Adam's beta2 (default: image 0.999, translation 0.98)");
-  c->add_option("--label-smoothing", cfg.label_smoothing)->capture_default_str();
+  c->add_option("--label-smoothing", cfg.label_smoothing, "image and translation losses")->capture_default_str();
   c->add_option("--clip-grad", cfg.clip_grad, "global gradient-norm clip (0: off)")->capture_default_str();
   c->add_option("--ema-decay", cfg.ema_decay, "keep an EMA of the weights (0: off; e.g. 0.9998)")->capture_default_str();
   c->add_option("--grad-accum", cfg.grad_accum, "micro-batches per optimizer step")->capture_default_str();
@@ -72,7 +81,8 @@ void add_common_train_flags(CLI::App* c, TrainFlags& f) {
       ->check(CLI::IsMember({"f32", "bf16"}));
   c->add_option("--seed", cfg.seed)->capture_default_str();
   c->add_option("--threads", f.threads, "threads (default: ATTN_NUM_THREADS or all cores)");
-  add_optional(c, "--out", cfg.out, "output directory (default: image runs/default, translation runs/<model>)");
+  add_optional(c, "--out", cfg.out, "output directory (default: image runs/default, translation runs/<model>, BERT "
+                                          "pre-training runs/<model>-pretrain)");
   c->add_option("--ckpt-every", cfg.checkpoint_every, "also checkpoint every N steps")->capture_default_str();
   c->add_option("--eval-every", cfg.eval_every, "steps between evaluations (0: each epoch)");
   c->add_flag("--resume", cfg.resume, "continue from OUT/checkpoint.safetensors");
@@ -83,9 +93,6 @@ void add_image_train_flags(CLI::App* c, TrainFlags& f) {
   train::ImageTaskConfig& ic = f.cfg.image;
   const char* g = kImageGroup;
   c->add_option("--data-dir", ic.data_dir, "where the Fashion-MNIST files are")->group(g)->capture_default_str();
-  c->add_option("--batch", ic.batch, "images per batch (BERT fine-tuning: examples, default 32)")->group(g)
-      ->capture_default_str();
-  c->add_option("--limit-eval", ic.limit_eval, "evaluate on the first N images (BERT fine-tuning: examples)")->group(g);
   c->add_flag("--augment,!--no-augment", ic.augment, "random crop (padding 2) + flip")->group(g);
   c->add_option("--rand-augment", ic.rand_augment, "RandAugment: number of ops per image (0: off; DeiT: 2)")
       ->group(g)->capture_default_str();
@@ -115,27 +122,38 @@ void add_translation_train_flags(CLI::App* c, TrainFlags& f) {
   c->add_option("--limit-test", tc.limit_test, "decode only the first N test pairs")->group(g);
 }
 
-void add_text_train_flags(CLI::App* c, TrainFlags& f) {
-  train::TextTaskConfig& tc = f.cfg.text;
-  const char* g = kTextGroup;
-  c->add_option("--init", f.cfg.init, "pre-trained weights: an attn checkpoint of a BERT (e.g. from pre-training) or "
-                "transformers' model.safetensors (config.json beside it); the encoder is loaded, the head is new")->group(g);
-  c->add_option("--vocab", tc.vocab, "vocab.txt (default: beside --init's weights, else bert-base-uncased's)")->group(g);
+void add_pretrain_train_flags(CLI::App* c, TrainFlags& f) {
+  train::PretrainTaskConfig& pc = f.cfg.pretrain;
+  const char* g = kPretrainGroup;
+  c->add_option("--max-seq-length", pc.max_seq_length, "tokens per instance")->group(g)->capture_default_str();
+  c->add_option("--short-seq-prob", pc.short_seq_prob, "probability of a shorter target length")->group(g)
+      ->capture_default_str();
+  c->add_option("--masked-lm-prob", pc.masked_lm_prob, "fraction of tokens predicted")->group(g)->capture_default_str();
+  c->add_option("--max-predictions", pc.max_predictions_per_seq, "most masked tokens per instance")->group(g)
+      ->capture_default_str();
+  c->add_option("--dupe-factor", pc.dupe_factor, "passes over the corpus, each with its own segmentation")->group(g)
+      ->capture_default_str();
+  c->add_option("--masking", pc.masking, "dynamic (masks drawn afresh each epoch) | static (fixed per duplicate)")
+      ->check(CLI::IsMember({"dynamic", "static"}))->group(g)->capture_default_str();
+  c->add_flag("--whole-word-mask", pc.whole_word_mask, "mask whole words (a word's ## pieces with it)")->group(g);
+  c->add_option("--validation-fraction", pc.validation_fraction, "documents held out for validation")->group(g)
+      ->capture_default_str();
+  c->add_option("--sword-dir", pc.sword_dir, "where the SWORD modules are (the KJV)")->group(g)->capture_default_str();
+  c->add_option("--wordnet-dir", pc.wordnet_dir, "WordNet 3.0's dict directory (default: ATTN_WORDNET_DIR or "
+                                                 "/usr/share/wordnet)")->group(g);
 }
 
-// The flags BERT fine-tuning shares with the other tasks' groups: --batch (examples, default 32),
-// --limit-eval (validation / test examples) and --max-length (tokens per sequence, default 128).
-const char* kTextShared[] = {"--batch", "--limit-eval", "--max-length"};
-
-void take_text_shared_flags(const CLI::App* c, TrainFlags& f) {
-  train::TextTaskConfig& tc = f.cfg.text;
-  if (c->count("--batch")) tc.batch = f.cfg.image.batch;
-  if (c->count("--limit-eval")) tc.limit_eval = f.cfg.image.limit_eval;
-  if (c->count("--max-length")) tc.max_length = f.cfg.translation.max_length;
+void add_text_train_flags(CLI::App* c, TrainFlags& f) {
+  c->add_option("--init", f.cfg.init, "pre-trained weights: an attn checkpoint of a BERT (e.g. from pre-training) or "
+                "transformers' model.safetensors (config.json beside it); the encoder is loaded, the head is new")
+      ->group(kTextGroup);
 }
 
 void finish_train_flags(TrainFlags& f) {
   apply_threads(f.threads);
+  if (f.batch) f.cfg.image.batch = f.cfg.pretrain.batch = f.cfg.text.batch = *f.batch;
+  if (f.limit_eval) f.cfg.image.limit_eval = f.cfg.pretrain.limit_eval = f.cfg.text.limit_eval = *f.limit_eval;
+  if (f.vocab) f.cfg.pretrain.vocab = f.cfg.text.vocab = *f.vocab;
   if (!f.model_json.empty()) {
     auto j = nlohmann::json::parse(f.model_json, nullptr, false);
     ATTN_CHECK(!j.is_discarded() && j.is_object(), "--model-config: expected a JSON object, got '", f.model_json, "'");
@@ -170,6 +188,11 @@ void print_result(const train::TrainResult& r) {
     std::printf("  (test loss %.4f, %lld steps, %.0f tokens/s)\n", r.metric("test_loss"), (long long)r.steps,
                 r.items_per_second);
   }
+  if (m.contains("val_mlm_accuracy"))
+    std::printf("validation: MLM accuracy %.2f%% (loss %.4f), NSP accuracy %.2f%% (loss %.4f)  (%lld steps, %.1f "
+                "sequences/s, %.1f min of training)\n",
+                100 * r.metric("val_mlm_accuracy"), r.metric("val_mlm_loss"), 100 * r.metric("val_nsp_accuracy"),
+                r.metric("val_nsp_loss"), (long long)r.steps, r.items_per_second, r.train_seconds / 60);
   std::printf("checkpoint: %s\nlog:        %s\ncurve:      %s\nmetrics:    %s\n", r.checkpoint.c_str(), r.log.c_str(),
               r.plot.c_str(), r.metrics_path.c_str());
   if (m.contains("samples")) std::printf("samples:    %s\n", m["samples"].get<std::string>().c_str());
@@ -184,8 +207,7 @@ void add_train(CLI::App& app) {
   c->add_option("--teacher", ic.teacher, "DeiT distillation: the teacher's checkpoint (any attn classifier)")
       ->group(kImageGroup);
   c->add_option("--distill", ic.distill, "distillation: none | soft | hard (needs a distilled model, e.g. "
-                                          "deit_fmnist_distilled or swin_fmnist_distilled; none trains its class "
-                                          "head only)")
+                                          "deit_fmnist_distilled; none trains its class head only)")
       ->check(CLI::IsMember({"none", "soft", "hard"}))
       ->group(kImageGroup)
       ->capture_default_str();
@@ -193,23 +215,27 @@ void add_train(CLI::App& app) {
       ->capture_default_str();
   c->add_option("--tau", ic.tau, "soft distillation temperature")->group(kImageGroup)->capture_default_str();
   add_translation_train_flags(c, *f);
+  add_pretrain_train_flags(c, *f);
   add_text_train_flags(c, *f);
   c->callback([c, f] {
     finish_train_flags(*f);
     // A flag of another task's group is refused: it would silently do nothing.
+    const std::string kind = models::has_model(f->cfg.model) ? models::model_entry(f->cfg.model).task : "";
     const bool text = f->cfg.task && (*f->cfg.task == "classify" || *f->cfg.task == "tag");
-    const bool translation = !text && models::has_model(f->cfg.model) &&
-                             models::model_entry(f->cfg.model).task == models::kTranslation;
-    const std::string own = text ? kTextGroup : translation ? kTranslationGroup : kImageGroup;
+    const bool translation = !text && kind == models::kTranslation;
+    const bool pretrain =
+        !text && (f->cfg.task.value_or(kind) == "pretrain" || (!f->cfg.task && kind == models::kMaskedLM));
+    const std::string mine = text ? kTextGroup : pretrain ? kPretrainGroup : translation ? kTranslationGroup : kImageGroup;
     for (const CLI::Option* o : c->get_options()) {
-      const std::string g = o->get_group();
-      const bool shared = text && std::any_of(std::begin(kTextShared), std::end(kTextShared),
-                                              [&](const char* n) { return o->check_lname(n + 2); });
-      ATTN_CHECK(shared || g == own || (g != kImageGroup && g != kTranslationGroup && g != kTextGroup) || o->count() == 0,
-                 "train: ", o->get_name(), " applies to ", g, ", not to ", text ? "--task " + *f->cfg.task : f->cfg.model,
-                 translation ? " (translation batches are sized with --max-tokens)" : "");
+      const std::string grp = o->get_group();
+      const bool task_group = grp == kImageGroup || grp == kTranslationGroup || grp == kPretrainGroup || grp == kTextGroup;
+      const bool shared = text && o->check_lname("max-length");   // fine-tuning's tokens per sequence
+      ATTN_CHECK(shared || !task_group || grp == mine || o->count() == 0, "train: ", o->get_name(), " applies to ", grp,
+                 ", not to ", text ? "--task " + *f->cfg.task : f->cfg.model);
     }
-    if (text) take_text_shared_flags(c, *f);
+    ATTN_CHECK(!translation || (!f->batch && !f->limit_eval), "train: --batch and --limit-eval apply to image and "
+               "BERT models, not to ", f->cfg.model, " (translation batches are sized with --max-tokens)");
+    if (text && c->count("--max-length")) f->cfg.text.max_length = f->cfg.translation.max_length;
     // BERT fine-tuning from scratch without --model: bert-mini (the default model is an image classifier).
     if (text && c->count("--model") == 0 && f->cfg.init.empty()) f->cfg.model = "bert-mini";
     print_result(train::train(f->cfg));

@@ -417,8 +417,14 @@ BertOutput BertWithHeads::forward(const BertInputs& in, const BertOutputOptions&
   if (transform_) {
     const nn::Linear& d = *transform_->dense;
     const nn::LayerNorm& n = *transform_->LayerNorm;
-    const Tensor t = layer_norm(bias_gelu(linear(tokens, d.weight), d.bias), n.weight, n.bias, n.options().eps);
-    out.prediction_logits = unpack(linear(t, decoder_->weight, *mlm_bias_));   // (B, T, V)
+    Tensor rows = tokens;
+    if (o.mlm_rows.defined()) {
+      const Tensor flat = packed ? unpack(tokens) : tokens;
+      rows = index_select(flat.reshape({B * T, flat.size(-1)}), 0, o.mlm_rows);   // (M, H)
+    }
+    const Tensor t = layer_norm(bias_gelu(linear(rows, d.weight), d.bias), n.weight, n.bias, n.options().eps);
+    const Tensor logits = linear(t, decoder_->weight, *mlm_bias_);
+    out.prediction_logits = o.mlm_rows.defined() ? logits : unpack(logits);   // (M, V) or (B, T, V)
   }
   if (seq_relationship_) out.seq_relationship_logits = seq_relationship_->forward(out.pooler_output);
   if (classifier_) {

@@ -104,9 +104,11 @@ std::vector<Task::Setting> common_settings(const TrainConfig& c, int64_t epochs,
   std::vector<Task::Setting> s = {{"--epochs", epochs, false},
                                   {"--max-steps", c.max_steps, false},
                                   {"--lr", c.lr.value_or(d.lr), false}};
-  if (d.schedule == OptimDefaults::Schedule::warmup_cosine) {
+  if (d.schedule != OptimDefaults::Schedule::inverse_sqrt) {
     s.push_back({"--min-lr", c.min_lr.value_or(d.min_lr), false});
     s.push_back({"--warmup-epochs", c.warmup_epochs.value_or(d.warmup_epochs), false});
+    if (c.warmup_steps) s.push_back({"--warmup-steps", *c.warmup_steps, false});
+    if (c.schedule) s.push_back({"--schedule", *c.schedule, false});
   } else {
     s.push_back({"--warmup-steps", c.warmup_steps.value_or(d.warmup_steps), false});
   }
@@ -162,15 +164,30 @@ Optimization make_optimization(const TrainConfig& c, const OptimDefaults& d, Tas
                                int64_t total) {
   Optimization o;
   const double lr = c.lr.value_or(d.lr), wd = c.weight_decay.value_or(d.weight_decay);
-  const bool cosine = d.schedule == OptimDefaults::Schedule::warmup_cosine;
+  OptimDefaults::Schedule kind = d.schedule;
+  if (c.schedule && kind != OptimDefaults::Schedule::inverse_sqrt) {
+    ATTN_CHECK(*c.schedule == "cosine" || *c.schedule == "linear", "train: expected --schedule cosine | linear, got '",
+               *c.schedule, "'");
+    kind = *c.schedule == "linear" ? OptimDefaults::Schedule::warmup_linear : OptimDefaults::Schedule::warmup_cosine;
+  }
+  const bool cosine = kind != OptimDefaults::Schedule::inverse_sqrt;
+  const int64_t warmup =
+      c.warmup_steps ? *c.warmup_steps : int64_t(c.warmup_epochs.value_or(d.warmup_epochs) * double(per_epoch));
   auto groups = optim::param_groups_weight_decay(*task.model(), wd);
   o.opt = std::make_unique<optim::AdamW>(groups, optim::AdamWOptions{.lr = cosine ? lr : 0.0, .beta1 = 0.9,
                                                                       .beta2 = c.beta2.value_or(d.beta2),
                                                                       .eps = c.eps.value_or(d.eps), .weight_decay = wd});
-  if (cosine) {
+  if (kind == OptimDefaults::Schedule::warmup_linear) {
+    // BERT's: lr * step / warmup during warm-up, then linear to min_lr at the last step.
+    const double min_lr = c.min_lr.value_or(d.min_lr);
+    o.sched = std::make_unique<optim::LambdaSchedule>([lr, min_lr, warmup, total](int64_t step) {
+      if (step < warmup) return lr * double(step + 1) / double(warmup);
+      const double left = double(std::max<int64_t>(total - step, 0)) / double(std::max<int64_t>(total - warmup, 1));
+      return min_lr + (lr - min_lr) * left;
+    });
+  } else if (cosine) {
     o.sched = std::make_unique<optim::WarmupCosine>(optim::WarmupCosineOptions{
-        .base_lr = lr, .total_steps = total,
-        .warmup_steps = int64_t(c.warmup_epochs.value_or(d.warmup_epochs) * double(per_epoch)),
+        .base_lr = lr, .total_steps = total, .warmup_steps = warmup,
         .warmup_lr_init = lr * 1e-3, .min_lr = c.min_lr.value_or(d.min_lr)});
   } else {
     o.sched = std::make_unique<optim::InverseSqrt>(optim::InverseSqrtOptions{
@@ -382,7 +399,9 @@ void Run::evaluate_window() {
   rec["epoch_float"] = double(step_) / double(per_epoch_);
   rec["lr"] = optim_.lr(step_ - 1);
   rec["seconds"] = run_seconds();
-  rec[task_->unit() == "img" ? "images_per_second" : "tokens_per_second"] = double(items_) / secs;
+  const std::string unit = task_->unit();
+  rec[unit == "img" ? "images_per_second" : unit == "seq" ? "sequences_per_second" : "tokens_per_second"] =
+      double(items_) / secs;
   history_.push_back(rec);
   {
     std::ofstream f(res_.log, std::ios::app);

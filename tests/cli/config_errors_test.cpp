@@ -33,6 +33,11 @@ void expect_user_error(const std::string& dir, const std::vector<std::string>& a
   EXPECT_NE(r.err.find("attn: error: " + message + "\n"), std::string::npos) << "attn" << cmd << "\n" << r.err;
 }
 
+std::vector<std::string> joined(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
 }  // namespace
 
 TEST(CliConfigErrors, ModelConfigFlag) {
@@ -58,6 +63,25 @@ TEST(CliConfigErrors, ModelConfigFlag) {
                     "transformer config: key \"activation\": expected one of \"relu\", \"gelu\", \"gelu_tanh\", "
                     "found the string \"tanh\"");
   expect_user_error(dir, {"info", "mlp", "--model-config", "{bad"}, "--model-config: expected a JSON object, got '{bad'");
+  std::filesystem::remove_all(dir);
+}
+
+// A flag of another task's group does nothing there, so it is refused; --task pretrain needs a BERT.
+TEST(CliConfigErrors, TaskFlags) {
+  const std::string dir = test::fresh_tmp_dir("attn_cli_config_test", "task");
+  const std::vector<std::string> train = {"train", "--out", dir + "/run", "--epochs", "1", "--threads", "1"};
+  const std::string pretrain_group = "BERT pre-training (--task pretrain, --model bert-mini | bert-small | "
+                                     "bert-base-uncased ...)";
+  expect_user_error(dir, joined(train, {"--model", "mlp", "--masking", "static"}),
+                    "train: --masking applies to " + pretrain_group + ", not to mlp");
+  expect_user_error(dir, joined(train, {"--model", "bert-mini", "--augment"}),
+                    "train: --augment applies to image models, not to bert-mini");
+  expect_user_error(dir, joined(train, {"--model", "transformer", "--batch", "8"}),
+                    "train: --batch and --limit-eval apply to image and BERT pre-training models, not to transformer "
+                    "(translation batches are sized with --max-tokens)");
+  expect_user_error(dir, joined(train, {"--model", "mlp", "--task", "pretrain"}),
+                    "train --task pretrain: expected a BERT model (bert-mini, bert-small, bert-base-uncased, ...), got "
+                    "'mlp', a model of the task image-classification");
   std::filesystem::remove_all(dir);
 }
 

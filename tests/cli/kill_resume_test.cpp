@@ -4,10 +4,11 @@
 // uninterrupted run's checkpoint bit for bit: every tensor (weights, AdamW state, EMA weights), the
 // train state (step, generator position, epoch sums, history) and log.jsonl / metrics.json, all but
 // their wall-clock fields. After every kill the checkpoint under its final name (if there is one
-// yet) is whole and loadable. Six runs: a tiny ViT with drop-path and augmentation; the same with
+// yet) is whole and loadable. Seven runs: a tiny ViT with drop-path and augmentation; the same with
 // an EMA of the weights; a distilled DeiT with a teacher checkpoint (and an EMA); a tiny Swin with
 // DeiT's distillation head (shifted windows, drop-path, an EMA); a translation Transformer on a
-// synthetic task (with an EMA); a tiny BERT tagger (BERT fine-tuning, with an EMA).
+// synthetic task (with an EMA); a tiny BERT pre-training on the KJV (dynamic masking); a tiny BERT
+// tagger (BERT fine-tuning, with an EMA).
 //
 // Reproduce a failure: the test prints its seed and each kill's delay and the step it landed at;
 // ATTN_KILL_SEED=<seed> replays the same plan (start-up delays and target steps).
@@ -490,4 +491,26 @@ TEST(KillResume, BertTaggerEndsBitForBit) {
                     3, 1, 8};
   const int kills = kill_and_resume(sc, dir.path);
   EXPECT_GE(kills, sc.progress_kills - 1);
+}
+
+// BERT pre-training (masked LM + next sentence, dynamic masking, dropout) on the KJV, tiny steps;
+// the checkpoint then fills in masks with `attn fill-mask`.
+TEST(KillResume, BertPretrainingEndsBitForBit) {
+  const std::string vocab = test::bert_vocab_path();
+  ATTN_NEED_BERT_VOCAB(vocab);
+  const RunDir dir("bert_pretrain");
+  const Scenario sc{"bert pre-training",
+                    {"--model", "bert-mini", "--task", "pretrain", "--model-config",
+                     R"({"hidden_size":32,"num_hidden_layers":1,"num_attention_heads":2,"intermediate_size":64})",
+                     "--data", "bible", "--vocab", vocab, "--limit-train", "256", "--batch", "8", "--epochs", "1",
+                     "--limit-eval", "16", "--eval-every", "10", "--seed", "3"},
+                    3, 1, 8};
+  const int kills = kill_and_resume(sc, dir.path);
+  EXPECT_GE(kills, sc.progress_kills - 1);
+  const nlohmann::json m = metrics_sans_time(dir.path + "/b/metrics.json");
+  EXPECT_GT(m.at("val_mlm_accuracy").get<double>(), 0.0);
+  const test::CliRun r = test::run_attn(dir.path, {"fill-mask", dir.path + "/b/checkpoint.safetensors",
+                                                   "In the beginning God created the [MASK].", "--topk", "3", "--vocab", vocab});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("in the beginning god created the"), std::string::npos) << r.out;
 }

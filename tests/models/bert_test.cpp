@@ -21,6 +21,7 @@
 #include "attn/nn/init.h"
 #include "attn/ops/loss.h"
 #include "attn/train/checkpoint.h"
+#include "attn/train/tasks/pretrain.h"
 #include "attn/train/tasks/sequence_classification.h"
 #include "attn/train/trainer.h"
 #include "errors.h"
@@ -217,13 +218,14 @@ TEST(Bert, MacsPerSequenceFollowTheModules) {
   }
 }
 
-// Training a BERT is not there yet: the trainer says so instead of misreading the model.
-TEST(Bert, TrainingSaysThereIsNoTask) {
+// A BERT (registry kind masked-lm) trains on the pre-training task unless --task says otherwise.
+TEST(Bert, TrainingPreTrainsByDefault) {
   train::TrainConfig cfg;
   cfg.model = "bert-mini";
-  EXPECT_EQ(test::error_of([&] { train::make_task(cfg); }),
-            "train: the model bert-mini is trained on the task 'masked-lm', which has no trainer task (fine-tune it "
-            "with --task classify or --task tag)");
+  const std::unique_ptr<train::Task> t = train::make_task(cfg);
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->checkpoint_extra().at("task"), "pretrain");
+  EXPECT_EQ(t->unit(), "seq");
 }
 
 // ---------------------------------------------------------------- parity
@@ -294,30 +296,11 @@ TEST(Bert, HeadModelsEqualTorch) {
 
 namespace {
 
-// One training step against torch's: the loss and every parameter's gradient (the packed qkv gradient
-// split into transformers' query / key / value). Classifiers: cross-entropy of the logits; masked LM:
-// of the MLM logits at every token (the tied word embeddings get the gradients of both their uses).
-void expect_step_like_torch(const std::string& arch, const Tensor& labels, int seed) {
-  test::Tensors in = inputs();
-  in["labels"] = labels;
-  json args = gen_args(arch, json::object(), seed);
-  args["grad"] = true;
-  const auto ref = test::torch_ref("bert.model", in, args);
-  models::PretrainedSource s = models::PretrainedSource::foreign(write_checkpoint(ref, "grad_" + arch), "bert-mini");
-  s.image_classifier_only = false;
-  s.pack_linear_weights = false;   // trained next
-  auto m = std::dynamic_pointer_cast<models::BertPreTrainedModel>(models::load_pretrained(s).module);
-  ASSERT_NE(m, nullptr);
-  m->train();
-  const models::BertOutput o = m->forward(bert_inputs(in));
-  // Classifiers: the fine-tuning tasks' loss (train/tasks/sequence_classification.h; -100 ignored).
-  const Tensor loss = o.logits.defined()
-                          ? train::text_task_loss(o.logits, labels, 0.0)
-                          : cross_entropy(o.prediction_logits.reshape({-1, o.prediction_logits.size(-1)}), labels.reshape({-1}));
-  loss.backward();
-  expect_close(loss.reshape({1}), ref.at("loss"), "loss");
+// Every parameter's gradient against the reference's "grad.<transformers key>" (the packed qkv gradient
+// split into transformers' query / key / value).
+void expect_grads_like_torch(models::BertPreTrainedModel& m, const test::Tensors& ref) {
   size_t compared = 0;
-  for (const auto& [name, p] : m->named_parameters()) {
+  for (const auto& [name, p] : m.named_parameters()) {
     ASSERT_TRUE(p.grad().defined()) << name;
     const std::string qkv = ".attention.self.qkv.";
     const size_t at = name.find(qkv);
@@ -339,6 +322,38 @@ void expect_step_like_torch(const std::string& arch, const Tensor& labels, int s
   EXPECT_EQ(compared, want);
 }
 
+// The generator's weights, loaded to be trained (train mode, plain Linear weights).
+std::shared_ptr<models::BertPreTrainedModel> load_for_training(const test::Tensors& ref, const std::string& name) {
+  models::PretrainedSource s = models::PretrainedSource::foreign(write_checkpoint(ref, name), "bert-mini");
+  s.image_classifier_only = false;
+  s.pack_linear_weights = false;   // trained next
+  auto m = std::dynamic_pointer_cast<models::BertPreTrainedModel>(models::load_pretrained(s).module);
+  EXPECT_NE(m, nullptr);
+  if (m) m->train();
+  return m;
+}
+
+// One training step against torch's: the loss and every parameter's gradient. Classifiers:
+// cross-entropy of the logits; masked LM: of the MLM logits at every token (the tied word embeddings
+// get the gradients of both their uses).
+void expect_step_like_torch(const std::string& arch, const Tensor& labels, int seed) {
+  test::Tensors in = inputs();
+  in["labels"] = labels;
+  json args = gen_args(arch, json::object(), seed);
+  args["grad"] = true;
+  const auto ref = test::torch_ref("bert.model", in, args);
+  auto m = load_for_training(ref, "grad_" + arch);
+  ASSERT_NE(m, nullptr);
+  const models::BertOutput o = m->forward(bert_inputs(in));
+  // Classifiers: the fine-tuning tasks' loss (train/tasks/sequence_classification.h; -100 ignored).
+  const Tensor loss = o.logits.defined()
+                          ? train::text_task_loss(o.logits, labels, 0.0)
+                          : cross_entropy(o.prediction_logits.reshape({-1, o.prediction_logits.size(-1)}), labels.reshape({-1}));
+  loss.backward();
+  expect_close(loss.reshape({1}), ref.at("loss"), "loss");
+  expect_grads_like_torch(*m, ref);
+}
+
 }  // namespace
 
 TEST(Bert, FineTuningGradientsEqualTorch) {
@@ -357,6 +372,61 @@ TEST(Bert, TokenClassificationGradientsEqualTorch) {
 
 TEST(Bert, MaskedLmGradientsEqualTorch) {
   expect_step_like_torch("BertForMaskedLM", inputs().at("input_ids"), 10);
+}
+
+// A bert-mini pre-training step (train::pretraining_loss: the MLM head at the masked rows only, + NSP)
+// against transformers' BertForPreTraining total_loss (MLM logits at every token, ignore_index -100):
+// the losses and every gradient. The batch: four instances of 61, 34, 50 and 19 tokens (padding),
+// masked by Google's rule (data/pretraining.h), two of them random-next.
+TEST(Bert, PretrainingStepEqualsTorch) {
+  const json mini = {{"vocab_size", 30522}, {"hidden_size", 256}, {"num_hidden_layers", 4},
+                     {"num_attention_heads", 4}, {"intermediate_size", 1024}, {"max_position_embeddings", 512},
+                     {"type_vocab_size", 2}, {"layer_norm_eps", 1e-12}, {"hidden_dropout_prob", 0.0},
+                     {"attention_probs_dropout_prob", 0.0}};
+  std::vector<data::PretrainingInstance> inst;
+  Generator g(4);
+  for (int32_t len : {61, 34, 50, 19}) {
+    data::PretrainingInstance in;
+    in.tokens.push_back(101);
+    for (int32_t t = 1; t < len - 1; ++t) in.tokens.push_back(t == len / 2 ? 102 : int32_t(1000 + g.randint(29000)));
+    in.tokens.push_back(102);
+    in.a_end = len / 2 + 1;
+    in.is_random_next = len % 2 == 0;
+    inst.push_back(std::move(in));
+  }
+  const data::MaskVocab mv{.ids = {101, 102, 103}, .vocab_size = 30522, .continuation = {}};
+  const data::PretrainingBatch b = data::make_pretraining_batch(inst, {0, 1, 2, 3}, mv, {}, 7, 0);
+  ASSERT_GT(b.num_masked, 4 * 2);
+  const int64_t B = 4, T = b.inputs.input_ids.size(1);
+  std::vector<int64_t> labels(size_t(B * T), -100);
+  const auto rows = b.mlm_rows.to_vector<int64_t>(), want = b.mlm_labels.to_vector<int64_t>();
+  for (size_t i = 0; i < rows.size(); ++i) labels[size_t(rows[i])] = want[i];
+  const test::Tensors in = {{"input_ids", b.inputs.input_ids}, {"token_type_ids", b.inputs.token_type_ids},
+                            {"attention_mask", b.inputs.attention_mask}, {"nsp_labels", b.nsp_labels},
+                            {"mlm_labels", Tensor::from_vector(labels, {B, T})}};
+  const auto ref = test::torch_ref("bert.pretrain", in, {{"seed", 12}, {"config", mini}});
+  auto m = load_for_training(ref, "pretrain_mini");
+  ASSERT_NE(m, nullptr);
+  const train::PretrainingLoss l = train::pretraining_loss(*m, b);
+  l.loss.backward();
+  expect_close(l.loss.reshape({1}), ref.at("loss"), "loss");
+  expect_close(l.mlm_loss.reshape({1}), ref.at("mlm_loss"), "mlm_loss");
+  expect_close(l.nsp_loss.reshape({1}), ref.at("nsp_loss"), "nsp_loss");
+  expect_grads_like_torch(*m, ref);
+  // Evaluation (eval mode, no gradients, padding: the packed path) gives the padded path's MLM logits
+  // at the masked rows.
+  m->eval();
+  NoGradGuard ng;
+  const models::BertInputs bi{b.inputs.input_ids, b.inputs.token_type_ids, b.inputs.attention_mask};
+  models::BertOutputOptions o;
+  o.mlm_rows = b.mlm_rows;
+  const Tensor packed = m->forward(bi, o).prediction_logits;
+  o.pack_tokens = false;
+  const Tensor padded = m->forward(bi, o).prediction_logits;
+  EXPECT_EQ(packed.shape(), (Shape{b.num_masked, 30522}));
+  // (packed it was: without mlm_rows, a padded position's logits are the packed path's zeros)
+  EXPECT_EQ(max(abs(m->forward(bi).prediction_logits.select(0, 3).select(0, T - 1))).item(), 0.0);
+  expect_close(packed, padded, "eval MLM logits at the masked rows, packed vs padded");
 }
 
 // ---------------------------------------------------------------- packed inference
@@ -411,7 +481,7 @@ TEST(Bert, PackedEqualsPaddedAndTorchOverLengthMixes) {
   expect_close(index_select(o.pooler_output, 0, first), index_select(ref.at("pooler_output"), 0, first), "pooler_output");
   expect_close(index_select(o.seq_relationship_logits, 0, first),
                index_select(ref.at("seq_relationship_logits"), 0, first), "seq_relationship_logits");
-  const Tensor& pooler_bias = m->bert().named_parameters().back().second;   // pooler.dense.bias, registered last
+  const Tensor pooler_bias = m->bert().named_parameters().back().second;   // pooler.dense.bias, registered last
   ASSERT_EQ(m->bert().named_parameters().back().first, "pooler.dense.bias");
   EXPECT_TENSOR_NEAR(o.pooler_output.select(0, 5), tanh(pooler_bias), 1e-7, 1e-7);
 }

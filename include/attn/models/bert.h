@@ -108,6 +108,10 @@ struct BertOutputOptions {
   bool attentions = false;      // every layer's attention weights (B, NH, T, T)
   bool hidden_states = false;   // the embeddings' output and every layer's, (B, T, H) each
   bool pack_tokens = true;      // eval / no-grad batches with padding: run the valid tokens only (above)
+  // i64 (M) flat positions b * T + t: the MLM head runs at these rows only and prediction_logits is
+  // (M, V) (pre-training's masked positions, as Google's gather_indexes; the other rows' logits are
+  // never made). Undefined: every position, (B, T, V).
+  Tensor mlm_rows;
 };
 
 // Where a packed forward's rows sit in the (B, T) batch (BertModel::forward with `packed`).

@@ -19,10 +19,12 @@
 // attn::Error naming the step; the last checkpoint stays.
 //
 // Tasks: image classification (train/tasks/image_classification.h, with DeiT distillation),
-// translation (train/tasks/translation.h) and BERT fine-tuning, chosen with cfg.task: "classify"
-// (sentences and sentence pairs, train/tasks/sequence_classification.h) and "tag" (sequence labelling,
-// train/tasks/token_classification.h). A new task implements the Task interface below and
-// registers a factory under the task kind its models name in the model registry (models/registry.h).
+// translation (train/tasks/translation.h), BERT pre-training (train/tasks/pretrain.h, "pretrain") and
+// BERT fine-tuning, chosen with cfg.task: "classify" (sentences and sentence pairs,
+// train/tasks/sequence_classification.h) and "tag" (sequence labelling, train/tasks/token_classification.h).
+// A new task implements the Task interface below and registers a factory under the task kind its
+// models name in the model registry (models/registry.h), or under a name cfg.task (--task) picks. A
+// checkpoint whose metadata has "task" resumes that task.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -85,6 +87,23 @@ struct TextTaskConfig {
   int64_t limit_eval = 0;           // evaluate on the first N validation / test examples (0: all)
 };
 
+// BERT pre-training settings (train/tasks/pretrain.h; data/pretraining.h says what each does).
+struct PretrainTaskConfig {
+  std::string vocab;                       // bert-base-uncased's vocab.txt ("": env::bert_vocab_cache())
+  std::string sword_dir = "/usr/share/sword";
+  std::string wordnet_dir;                 // "": ATTN_WORDNET_DIR or /usr/share/wordnet
+  int64_t batch = 32;                      // sequences per micro-batch
+  int64_t max_seq_length = 128;
+  double short_seq_prob = 0.1;
+  double masked_lm_prob = 0.15;
+  int64_t max_predictions_per_seq = 20;
+  int64_t dupe_factor = 1;                 // passes over the corpus, each its own segmentation
+  std::string masking = "dynamic";         // dynamic (drawn afresh each epoch) | static (fixed per duplicate)
+  bool whole_word_mask = false;
+  double validation_fraction = 0.05;       // of the documents
+  int64_t limit_eval = 0;                  // evaluate on the first N validation instances (0: all)
+};
+
 enum class Precision { f32, bf16 };
 Precision parse_precision(const std::string& s);   // "f32" | "bf16"
 
@@ -94,13 +113,15 @@ Precision parse_precision(const std::string& s);   // "f32" | "bf16"
 // the inverse-square-root schedule of "Attention Is All You Need" (lr scale 1.0, 4,000 warm-up steps).
 struct TrainConfig {
   std::string model = "mlp";                                // a registry name (`attn info --list`)
-  // The task kind (task_kinds(): "classify", "tag", ...); unset: the one the model's registry entry names.
+  // The task kind (task_kinds(): "pretrain", "classify", "tag", ...); unset: the one the model's registry entry names.
   std::optional<std::string> task;
   // Initial weights (BERT tasks): an attn checkpoint or transformers' weights whose encoder loads into
   // the model; its config sets the model ("": from scratch).
   std::string init;
   nlohmann::json model_config = nlohmann::json::object();   // overrides on the registry defaults
-  std::optional<std::string> data;   // image: fashion-mnist | an image folder; translation: bible-en-es | synthetic:<task> | a TSV file
+  // image: fashion-mnist | an image folder; translation: bible-en-es | synthetic:<task> | a TSV file;
+  // BERT pre-training: bible+wordnet | bible | wordnet
+  std::optional<std::string> data;
   std::optional<int64_t> epochs;
   int64_t max_steps = 0;             // stop after this many optimizer steps (0: epochs)
   double max_minutes = 0;            // > 0: stop training after this wall time (then evaluate)
@@ -110,7 +131,8 @@ struct TrainConfig {
   std::optional<double> weight_decay;   // not on norms, biases and tokens
   std::optional<double> beta2, eps;
   std::optional<double> warmup_epochs;  // cosine warm-up, in epochs
-  std::optional<int64_t> warmup_steps;  // inverse-sqrt warm-up, in steps
+  std::optional<int64_t> warmup_steps;  // inverse-sqrt warm-up, in steps (warm-up + decay: overrides warmup_epochs)
+  std::optional<std::string> schedule;  // the decay after warm-up: cosine | linear (unset: the task's)
   double clip_grad = 0.0;            // global gradient-norm clip (0: off)
   double label_smoothing = 0.1;
   double ema_decay = 0.0;            // > 0: keep an EMA of the weights (timm's ModelEmaV2), e.g. 0.9998
@@ -128,6 +150,7 @@ struct TrainConfig {
   ImageTaskConfig image;
   TranslationTaskConfig translation;
   TextTaskConfig text;
+  PretrainTaskConfig pretrain;
 };
 
 struct TrainResult {
@@ -170,7 +193,8 @@ struct StepOutput {
 
 // The optimizer and schedule a task trains with by default (TrainConfig's unset fields).
 struct OptimDefaults {
-  enum class Schedule { warmup_cosine, inverse_sqrt } schedule = Schedule::warmup_cosine;
+  // warmup_linear: linear warm-up from 0, then linear decay to min_lr at the last step (BERT's).
+  enum class Schedule { warmup_cosine, warmup_linear, inverse_sqrt } schedule = Schedule::warmup_cosine;
   double lr = 1e-3, min_lr = 1e-5, weight_decay = 0.05, beta2 = 0.999, eps = 1e-8;
   double warmup_epochs = 1.0;   // warmup_cosine
   int64_t warmup_steps = 4000;  // inverse_sqrt

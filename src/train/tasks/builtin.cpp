@@ -1,6 +1,7 @@
 // The tasks attn trains, registered under the task kinds the model registry names, and the BERT
-// fine-tuning tasks chosen with --task.
+// tasks chosen with --task (pretrain, classify, tag).
 #include "attn/train/tasks/image_classification.h"
+#include "attn/train/tasks/pretrain.h"
 #include "attn/train/tasks/sequence_classification.h"
 #include "attn/train/tasks/token_classification.h"
 #include "attn/train/tasks/translation.h"
@@ -13,6 +14,8 @@ void register_builtin_tasks() {
     register_task(models::kTranslation, make_translation_task);
     register_task("classify", make_sequence_classification_task);
     register_task("tag", make_token_classification_task);
+    register_task(models::kMaskedLM, make_pretrain_task);   // a BERT without --task pre-trains
+    register_task(kPretrainTask, make_pretrain_task);
     return true;
   }();
   (void)done;

@@ -21,6 +21,12 @@ a wrong mapping shows).
   as the fill-mask pipeline's torch.topk), and the sentence embeddings "pool.mean" (last_hidden_state
   averaged over the tokens attention_mask keeps, sentence-transformers' mean pooling), "pool.cls"
   (last_hidden_state[:, 0]) and "pool.pooler" (pooler_output, models with a pooler).
+- pretrain: one BERT pre-training step (tests/train/pretrain_test.cpp): BertForPreTraining built and
+  randomized as `model` does from args["config"] (dropouts 0), train mode, on the inputs plus
+  "mlm_labels" (B, T) (-100 where nothing is predicted) and "nsp_labels" (B): transformers'
+  BertForPreTraining total_loss = cross_entropy(prediction_logits, mlm_labels, ignore_index=-100) +
+  cross_entropy(seq_relationship_logits, nsp_labels); returns "file", "config", "loss", "mlm_loss",
+  "nsp_loss" (1) and every parameter's gradient "grad.<transformers key>".
 - count: the parameter counts of args["config"]'s BertModel and BertForPreTraining built on the meta
   device (no memory), tied weights counted once as nn.Module.parameters() does.
 """
@@ -354,4 +360,24 @@ def pipelines(inp, args):
     res["pool.cls"] = x[:, 0].contiguous()
     if "pooler_output" in res:
         res["pool.pooler"] = res["pooler_output"]
+    return res
+
+
+def pretrain(inp, args):
+    torch.manual_seed(args["seed"])
+    m = build(args["config"], "BertForPreTraining")
+    _randomize(m)
+    res = {"file": _bytes(_file(m.state_dict(), {})),
+           "config": _bytes(json.dumps(_hf_config(args["config"], "BertForPreTraining"), indent=2).encode())}
+    m.train()
+    m.zero_grad()
+    out, _, _ = m(inp["input_ids"], inp["token_type_ids"], inp["attention_mask"])
+    logits = out["prediction_logits"]
+    mlm = F.cross_entropy(logits.reshape(-1, logits.size(-1)), inp["mlm_labels"].reshape(-1), ignore_index=-100)
+    nsp = F.cross_entropy(out["seq_relationship_logits"], inp["nsp_labels"])
+    loss = mlm + nsp
+    loss.backward()
+    res["loss"], res["mlm_loss"], res["nsp_loss"] = loss.detach().reshape(1), mlm.detach().reshape(1), nsp.detach().reshape(1)
+    for k, p in m.named_parameters():
+        res["grad." + k] = p.grad
     return res
