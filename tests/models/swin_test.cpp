@@ -581,3 +581,16 @@ TEST(Swin, DistillationHeadOnThePooledFeatures) {
   EXPECT_TENSOR_NEAR(m->forward(x), softmax(cls, -1) + softmax(dist, -1), 1e-6, 1e-5);
   EXPECT_EQ(m->config().at("distilled"), true);
 }
+
+// Inference (no grad, eval mode) runs each block's MLP over slices of 4,096 rows once a map has more
+// than 8,192: the same logits as the whole map at once (with grad on, the MLP runs whole).
+TEST(Swin, InferenceMlpInSlicesEqualsWhole) {
+  const json tiny = {{"embed_dim", 16}, {"depths", {2, 2}}, {"heads", {1, 2}}};
+  manual_seed(3);
+  auto m = models::create_model("swin_fmnist", tiny);
+  m->eval();
+  const Tensor x = Tensor::randn({48, 1, 28, 28});   // 48 x 14 x 14 = 9,408 rows at the first stage
+  const Tensor whole = m->forward(x).detach();
+  NoGradGuard ng;
+  EXPECT_TENSOR_NEAR(m->forward(x), whole, 1e-5, 1e-5);
+}

@@ -123,6 +123,9 @@ class SwinBlock : public nn::Module {
   std::shared_ptr<nn::Sequential> mlp;
 
  private:
+  // The MLP; at inference (no grad, eval mode) over slices of rows, so that its 4C-wide hidden
+  // activations never exist for the whole map at once.
+  Tensor mlp_forward(const Tensor& x) const;
   bool v2_, hf_;
 };
 
