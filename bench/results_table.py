@@ -434,7 +434,12 @@ def host_record():
     lack = [label for flag, label in [("avx512f", "AVX-512"), ("avx512_bf16", "AVX512-BF16"), ("amx_tile", "AMX")]
             if flag not in flags]
     now = datetime.datetime.now(datetime.timezone.utc)
-    key = gen.lower().replace(" ", "") if gen else re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    if gen:
+        key = gen.lower().replace(" ", "")
+    elif info.get("vendor_id") == "GenuineIntel" and "amx_tile" in flags:
+        key = "xeon-amx"   # virtual machines often hide the model name ("Intel(R) Xeon(R) Processor")
+    else:
+        key = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
     return {"kind": "host", "host": key,
             "cpu": f"{name}, CPU family {family} model {model}" + (f" ({gen})" if gen else ""),
             "flags": ", ".join(have) + ("; no " + ", no ".join(lack) if lack else ""),
