@@ -77,7 +77,7 @@ TEST(CliConfigErrors, TaskFlags) {
   expect_user_error(dir, joined(train, {"--model", "bert-mini", "--augment"}),
                     "train: --augment applies to image models, not to bert-mini");
   expect_user_error(dir, joined(train, {"--model", "transformer", "--batch", "8"}),
-                    "train: --batch and --limit-eval apply to image and BERT pre-training models, not to transformer "
+                    "train: --batch and --limit-eval apply to image and BERT models, not to transformer "
                     "(translation batches are sized with --max-tokens)");
   expect_user_error(dir, joined(train, {"--model", "mlp", "--task", "pretrain"}),
                     "train --task pretrain: expected a BERT model (bert-mini, bert-small, bert-base-uncased, ...), got "
