@@ -326,8 +326,28 @@ std::pair<Tensor, Tensor> SwinTransformer::forward_heads(const Tensor& images) c
 }
 
 Tensor SwinTransformer::forward(const Tensor& images) {
+  const int64_t n = inference_chunk(images), B = images.dim() == 4 ? images.size(0) : 0;
+  if (n > 0 && n < B && !grad_enabled() && !is_training()) {
+    std::vector<Tensor> parts;
+    for (int64_t s = 0; s < B; s += n) parts.push_back(forward(images.slice(0, s, std::min(B, s + n)).contiguous()));
+    return concat(parts, 0);
+  }
   auto [cls, dist] = forward_heads(images);
   return dist.defined() ? combine_distilled_heads(cls, dist, distilled_output_) : cls;
+}
+
+int64_t SwinTransformer::inference_chunk(const Tensor& images) const {
+  if (chunk_setting_ >= 0) return chunk_setting_;
+  if (images.dim() != 4) return 0;
+  const int64_t P = cfg_.patch_size;
+  const int64_t tokens = std::max<int64_t>(1, ((images.size(2) + P - 1) / P) * ((images.size(3) + P - 1) / P));
+  return std::max<int64_t>(1, 8192 / tokens);
+}
+
+void SwinTransformer::set_inference_chunk(int64_t n) {
+  ATTN_CHECK(n >= -1, "swin set_inference_chunk: expected n > 0 images, 0 (the batch whole) or -1 (the default), got ",
+             n);
+  chunk_setting_ = n;
 }
 
 SwinBlockAttention SwinTransformer::attention_of(const Tensor& images, int64_t stage, int64_t block) const {

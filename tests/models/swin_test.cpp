@@ -582,15 +582,24 @@ TEST(Swin, DistillationHeadOnThePooledFeatures) {
   EXPECT_EQ(m->config().at("distilled"), true);
 }
 
-// Inference (no grad, eval mode) runs each block's MLP over slices of 4,096 rows once a map has more
-// than 8,192: the same logits as the whole map at once (with grad on, the MLP runs whole).
-TEST(Swin, InferenceMlpInSlicesEqualsWhole) {
+// Inference (no grad, eval mode) runs the batch in slices of images (by default ~8,192 first-stage
+// tokens: 41 images of 14 x 14 here) and each block's MLP over slices of 4,096 rows once a map has
+// more than 8,192: the same logits as the whole batch at once (with grad on, nothing is sliced).
+TEST(Swin, InferenceInSlicesEqualsWhole) {
   const json tiny = {{"embed_dim", 16}, {"depths", {2, 2}}, {"heads", {1, 2}}};
   manual_seed(3);
   auto m = models::create_model("swin_fmnist", tiny);
+  auto* s = dynamic_cast<models::SwinTransformer*>(m.get());
+  ASSERT_NE(s, nullptr);
   m->eval();
-  const Tensor x = Tensor::randn({48, 1, 28, 28});   // 48 x 14 x 14 = 9,408 rows at the first stage
+  const Tensor x = Tensor::randn({48, 1, 28, 28});
+  EXPECT_EQ(s->inference_chunk(x), 41);
   const Tensor whole = m->forward(x).detach();
   NoGradGuard ng;
+  EXPECT_TENSOR_NEAR(m->forward(x), whole, 1e-5, 1e-5);   // slices of 41 and 7 images
+  s->set_inference_chunk(5);
   EXPECT_TENSOR_NEAR(m->forward(x), whole, 1e-5, 1e-5);
+  s->set_inference_chunk(0);                               // the batch whole: 9,408 rows, the MLP in slices
+  EXPECT_TENSOR_NEAR(m->forward(x), whole, 1e-5, 1e-5);
+  EXPECT_NE(test::error_of([&] { s->set_inference_chunk(-2); }).find("got -2"), std::string::npos);
 }

@@ -144,7 +144,15 @@ class PatchMerging : public nn::Module {
 class SwinTransformer : public ImageClassifier, public DistilledHeads {
  public:
   explicit SwinTransformer(const SwinConfig& c, std::string name = "swin");
-  Tensor forward(const Tensor& images) override;   // (B, C, H, W), H, W >= patch -> (B, classes)
+  // (B, C, H, W), H, W >= patch -> (B, classes). Inference (no grad, eval mode) runs the batch in
+  // slices of inference_chunk(images) images, so that a large batch's activations never exist all at
+  // once (swin_t at batch 8: peak RSS as at batch 2); the logits are the same up to the GEMMs'
+  // rounding at another batch size.
+  Tensor forward(const Tensor& images) override;
+  // Images per inference slice: set_inference_chunk's n, or by default as many as give about 8,192
+  // first-stage tokens (swin_t at 224: 2; a 28 x 28 Fashion-MNIST Swin: 41); 0: the batch whole.
+  int64_t inference_chunk(const Tensor& images) const;
+  void set_inference_chunk(int64_t n);   // n > 0 images, 0 the batch whole, -1 the default
   // The class head's and (distilled) the distillation head's logits; dist undefined otherwise.
   std::pair<Tensor, Tensor> forward_heads(const Tensor& images) const override;
   bool has_distillation_head() const override { return cfg_.distilled; }
@@ -175,6 +183,7 @@ class SwinTransformer : public ImageClassifier, public DistilledHeads {
   Tensor embed(const Tensor& images) const;
   SwinConfig cfg_;
   DistilledOutput distilled_output_ = DistilledOutput::mean_logits;
+  int64_t chunk_setting_ = -1;
   std::string model_name_;
   std::shared_ptr<nn::Conv2d> patch_conv_;
   std::shared_ptr<nn::LayerNorm> patch_norm_;
