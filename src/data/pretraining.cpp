@@ -69,9 +69,9 @@ std::vector<TextDocument> bible_documents(const std::string& sword_dir) {
 
 std::vector<TextDocument> wordnet_documents(const std::string& wordnet_dir) {
   const std::string dir = wordnet_dir.empty() ? default_wordnet_dir() : wordnet_dir;
-  WordNet wn = [&] {
+  const WordNet& wn = [&]() -> const WordNet& {
     try {
-      return WordNet::open(dir);
+      return WordNet::shared(dir);
     } catch (const Error& e) {
       fail("pretraining data 'wordnet': expected WordNet 3.0's data files in '", dir,
            "' (Debian package wordnet-base): ", e.what());

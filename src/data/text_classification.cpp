@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "attn/core/error.h"
+#include "attn/data/bert_batch.h"
 
 namespace attn::data {
 
@@ -85,23 +86,20 @@ TextBatch make_text_batch(const std::vector<EncodedText>& examples, const std::v
                token_labels ? "a label per token" : "one label");
     T = std::max<int64_t>(T, int64_t(e.ids.size()));
   }
-  std::vector<int64_t> ids(size_t(B * T), pad_id), types(size_t(B * T), 0), mask(size_t(B * T), 0);
+  // ids, segments and mask padded as every BERT batch is (data/bert_batch.h); the labels here.
+  std::vector<BertSequence> seqs;
+  seqs.reserve(size_t(B));
+  for (const int64_t i : index) seqs.push_back({examples[size_t(i)].ids, examples[size_t(i)].types});
+  BertBatchOptions pad;
+  pad.pad_id = pad_id;
+  const BertBatch padded = make_bert_batch(seqs, pad);
   std::vector<int64_t> labels(size_t(token_labels ? B * T : B), kIgnoreLabel);
-  TextBatch out;
   for (int64_t b = 0; b < B; ++b) {
     const EncodedText& e = examples[size_t(index[size_t(b)])];
-    for (size_t t = 0; t < e.ids.size(); ++t) {
-      ids[size_t(b * T) + t] = e.ids[t];
-      types[size_t(b * T) + t] = e.types[t];
-      mask[size_t(b * T) + t] = 1;
-      if (token_labels) labels[size_t(b * T) + t] = e.labels[t];
-    }
-    if (!token_labels) labels[size_t(b)] = e.labels.at(0);
-    out.tokens += int64_t(e.ids.size());
+    if (token_labels) std::copy(e.labels.begin(), e.labels.end(), labels.begin() + b * T);
+    else labels[size_t(b)] = e.labels.at(0);
   }
-  out.input_ids = Tensor::from_vector(ids, {B, T});
-  out.token_type_ids = Tensor::from_vector(types, {B, T});
-  out.attention_mask = Tensor::from_vector(mask, {B, T});
+  TextBatch out{padded.input_ids, padded.token_type_ids, padded.attention_mask, Tensor(), padded.tokens};
   out.labels = token_labels ? Tensor::from_vector(labels, {B, T}) : Tensor::from_vector(labels, {B});
   return out;
 }

@@ -4,6 +4,9 @@
 #include <array>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <sstream>
 
 #include "attn/core/env.h"
@@ -173,6 +176,15 @@ WordNet WordNet::open(const std::string& dir) {
     read_exceptions(dir, WordNetPos(p), wn.exceptions_[p]);
   }
   return wn;
+}
+
+const WordNet& WordNet::shared(const std::string& dir) {
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<WordNet>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& slot = cache[dir];
+  if (!slot) slot = std::make_unique<WordNet>(open(dir));
+  return *slot;
 }
 
 bool WordNet::has_lemma(std::string_view lemma, WordNetPos pos) const {

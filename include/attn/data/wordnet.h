@@ -58,6 +58,8 @@ std::string default_wordnet_dir();   // $ATTN_WORDNET_DIR, else /usr/share/wordn
 class WordNet {
  public:
   static WordNet open(const std::string& dir = default_wordnet_dir());
+  // The database of `dir`, read once per process (thread-safe); what the BERT data pipelines use.
+  static const WordNet& shared(const std::string& dir = default_wordnet_dir());
 
   const std::vector<Synset>& synsets() const { return synsets_; }   // noun, verb, adj, adv; file order
   // Base forms of `word` (any case) for `pos`, lower case, first found first, no duplicates; empty

@@ -7,8 +7,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <map>
-#include <mutex>
 #include <numeric>
 
 #include "attn/autograd/grad_mode.h"
@@ -61,23 +59,12 @@ std::vector<T> first_n(const std::vector<T>& v, int64_t n) {
   return std::vector<T>(v.begin(), v.begin() + n);
 }
 
-// WordNet, read once per process and directory (evaluations and tests load the data repeatedly).
-const data::WordNet& opened_wordnet() {
-  static std::mutex mu;
-  static std::map<std::string, std::unique_ptr<data::WordNet>> cache;
-  const std::string dir = data::default_wordnet_dir();
-  std::lock_guard<std::mutex> lock(mu);
-  auto& slot = cache[dir];
-  if (!slot) slot = std::make_unique<data::WordNet>(data::WordNet::open(dir));
-  return *slot;
-}
-
 }  // namespace
 
 TextTaskData load_text_task_data(const std::string& name, uint64_t seed, const text::BertTokenizer& tok,
                                  int64_t max_length, int64_t limit_train, int64_t limit_eval) {
   const data::WordNetTask kind = data::wordnet_task_data_kind(name);
-  const data::WordNet& wn = opened_wordnet();
+  const data::WordNet& wn = data::WordNet::shared();   // read once per process
   TextTaskData d;
   d.name = name;
   if (kind == data::WordNetTask::supersense) {
