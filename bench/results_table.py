@@ -329,6 +329,14 @@ BENCHMARKS = [
           "10 epochs, the budget recipe; test accuracy (both heads averaged), mean of seeds 0 and 1.",
           {"hard distillation": beats_peer("no distillation"), "soft distillation": NO_TARGET},
           peer_label="no distillation"),
+    Bench("bert_pretraining_effect", "accuracy", "BERT fine-tuning: pre-trained against from scratch",
+          "bert-mini fine-tuned on each WordNet task for the same number of steps, once from the checkpoint of "
+          "`bash bench/bert_pretrain.sh` (masked LM + next sentence on the KJV and WordNet's glosses) and once from "
+          "random weights, seed 0 (`bash bench/bert_finetune.sh BUILD --init CKPT --steps N`); test metrics in %. "
+          "The note gives the pre-training run and each run's steps.",
+          {c: NO_TARGET for c in ("lexicographer file (45 classes), accuracy", "lexicographer file (45 classes), "
+                                  "macro-F1", "gloss–lemma pairs, accuracy", "supersense tagging, span F1")},
+          peer_label="from scratch"),
     Bench("translation_bleu", "accuracy", "Translation quality after one hour of training",
           "English → Spanish Bible verses (KJV → Reina-Valera 1909), 8,000-piece SentencePiece vocabulary, "
           "test BLEU on 1,000 verses as sacreBLEU computes it (13a); PyTorch trained on the identical batches.",
@@ -581,6 +589,15 @@ def normalise(path, detail=False):
                     w = j["attn"]["weights_mb"]
                     rec("memory", "bert_memory", "f32 " + base, "MB", j["attn"]["peak_rss_steady_mb"], None,
                         extra={"limit_mb": round(1.3 * w + 100)})
+        elif b == "bert_pretraining_effect":
+            for data, key, case in [("wordnet-lexname", "test_accuracy", "lexicographer file (45 classes), accuracy"),
+                                    ("wordnet-lexname", "test_macro_f1", "lexicographer file (45 classes), macro-F1"),
+                                    ("wordnet-pairs", "test_accuracy", "gloss–lemma pairs, accuracy"),
+                                    ("wordnet-supersense", "test_span_f1", "supersense tagging, span F1")]:
+                t = j["tasks"][data]
+                rec("accuracy", "bert_pretraining_effect", case, "%", 100 * t[key]["pretrained"], None,
+                    peers={"from scratch": sig(100 * t[key]["scratch"])},
+                    note=f"{j['model']}, {t['steps'][0]:,} steps each; pre-trained: {j.get('pretraining', j['init'])}")
         elif b == "swin_infer":
             swin_records(j, rec)
         elif "model" in j and "policy" in j and "attn" in j and "torch" in j:   # bench/vit_infer.sh

@@ -33,11 +33,13 @@ set(ATTN_PCH_HEADERS
 # (wrap_dim, prod ~ core/tensor), ops/pool (pair_shape ~ ops/conv), data/text_pairs (lower ~
 # sword). Found by scanning every file's top-level names (same
 # name in different namespaces, or different parameter lists, is harmless). Renaming the helpers
-# or moving them to a shared header would let these files join the batches.
+# or moving them to a shared header would let these files join the batches. src/dist/ is compiled on
+# its own so that MPI's include path and define stay on its files (CMakeLists.txt).
 set(ATTN_UNITY_SKIP
   src/backend/cpu/gemm_onednn.cpp src/models/pretrained/vit_hf.cpp src/models/pretrained/vit_timm.cpp
   src/models/pretrained/vit_torchvision.cpp src/ops/norm.cpp src/ops/softmax.cpp src/ops/combine.cpp
-  src/ops/indexing.cpp src/ops/pool.cpp src/data/text_pairs.cpp)
+  src/ops/indexing.cpp src/ops/pool.cpp src/data/text_pairs.cpp
+  src/dist/comm.cpp src/dist/mpi_comm.cpp src/dist/grad_reducer.cpp)
 
 # Sources that must be compiled on their own (no PCH/unity): own ISA flags or ATTN_KERNEL_TU.
 function(_attn_isolated_sources out)

@@ -7,7 +7,8 @@
 # Layers, bottom up; a file may include headers of its own layer and of the layers below:
 #   0  core + autograd  src/core, src/autograd, include/attn/core, include/attn/autograd
 #   1  io, data + text, kernels (src/backend): each on core only; io and data + text are file formats
-#      and data, kernels are private to ops (nn and optim reach them through ops calls)
+#      and data, kernels are private to ops (nn and optim reach them through ops calls); dist
+#      (the communicator and the gradient all-reduce of data-parallel training) on core + autograd
 #   2  ops              src/ops, include/attn/ops
 #   3  nn               src/nn, include/attn/nn
 #   4  optim            src/optim, include/attn/optim
@@ -36,7 +37,7 @@ exceptions=("src/autograd/engine.cpp attn/ops/elementwise.h")
 rank() {   # -> RANK
   case "$1" in
     core | autograd) RANK=0 ;;
-    backend | io | data | text) RANK=1 ;;
+    backend | io | data | text | dist) RANK=1 ;;
     ops) RANK=2 ;;
     nn) RANK=3 ;;
     optim) RANK=4 ;;

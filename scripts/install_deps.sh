@@ -6,7 +6,8 @@ set -euo pipefail
 # (find_package(dnnl)) requires OpenCL's headers and library; apt only recommends it, and
 # --no-install-recommends skips it (machines with a full CUDA toolkit happened to provide OpenCL).
 pkgs=(g++ cmake ninja-build libdnnl-dev ocl-icd-opencl-dev nlohmann-json3-dev libcli11-dev zlib1g-dev libpng-dev
-      libjpeg62-turbo-dev dataset-fashion-mnist libsentencepiece-dev pkg-config sword-text-kjv sword-text-sparv wordnet-base)
+      libjpeg62-turbo-dev dataset-fashion-mnist libsentencepiece-dev pkg-config sword-text-kjv sword-text-sparv wordnet-base
+      libopenmpi-dev openmpi-bin)   # data-parallel training (mpirun); -DATTN_MPI=OFF builds without
 if [[ "${1:-}" == "--test" ]]; then
   # libopenblas0-pthread: without it Debian's torch falls back to the reference BLAS (~1 GFLOP/s), which
   # would make every PyTorch peer in bench/ meaninglessly slow.

@@ -16,7 +16,10 @@
 #include "attn/core/rng.h"
 #include "attn/core/tensor.h"
 #include "attn/autograd/grad_mode.h"
+#include "attn/autograd/hooks.h"
 #include "attn/autograd/node.h"
+#include "attn/dist/comm.h"
+#include "attn/dist/grad_reducer.h"
 // ops
 #include "attn/ops/attention.h"
 #include "attn/ops/batch_norm.h"

@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "attn/autograd/grad_mode.h"
+#include "attn/autograd/hooks.h"
 #include "attn/autograd/node.h"
 #include "attn/ops/elementwise.h"
 
@@ -84,11 +85,67 @@ void accumulate_view(const Node& n, const Tensor& dout, Slot& slot, const Node& 
 }
 }  // namespace
 
+namespace {
+thread_local LeafReadyHook t_leaf_ready;
+thread_local std::unordered_map<TensorImpl*, std::shared_ptr<TensorImpl>> t_leaf_buffers;
+}  // namespace
+
+void set_leaf_ready_hook(LeafReadyHook hook) { t_leaf_ready = std::move(hook); }
+
+void set_leaf_grad_buffer(TensorImpl& leaf, std::shared_ptr<TensorImpl> buffer) {
+  if (!buffer) {
+    t_leaf_buffers.erase(&leaf);
+    return;
+  }
+  ATTN_CHECK(buffer->shape == leaf.shape && buffer->dtype == leaf.dtype, "set_leaf_grad_buffer: expected a buffer of shape ",
+             leaf.shape, ", got ", buffer->shape);
+  t_leaf_buffers[&leaf] = std::move(buffer);
+}
+
 static void accumulate_leaf(TensorImpl& leaf, const Tensor& g) {
   ATTN_CHECK(g.shape() == leaf.shape, "backward: gradient of shape ", g.shape(),
              " for a leaf of shape ", leaf.shape);
   Tensor gg = g.dtype() == leaf.dtype ? g : g.to(leaf.dtype);
+  if (!leaf.grad && !t_leaf_buffers.empty()) {
+    if (auto it = t_leaf_buffers.find(&leaf); it != t_leaf_buffers.end()) {
+      Tensor(it->second).copy_(gg);   // the first gradient, in its slot (a private copy, as a clone)
+      leaf.grad = it->second;
+      return;
+    }
+  }
   accumulate(leaf.grad, gg, true);
+}
+
+// One node of the pass: its gradient (if any reached it) through its backward into its inputs'.
+static void backward_node(Node* n, std::unordered_map<Node*, Slot>& grads, bool retain_graph) {
+  auto gi = grads.find(n);
+  if (gi == grads.end() || !gi->second.grad) return;
+  Tensor dout(gi->second.grad);
+  grads.erase(gi);
+  if (auto out = n->output.lock(); out && out->retains_grad) accumulate(out->grad, dout, true);
+  // View ops feeding another node: add into that node's gradient in place.
+  if (n->grad_is_view() && n->next.size() == 1 && n->next[0].fn) {
+    Node& in = *n->next[0].fn;
+    accumulate_view(*n, dout, grads[&in], in);
+    if (!retain_graph) n->release();
+    return;
+  }
+  std::vector<Tensor> din = n->backward(dout);
+  ATTN_CHECK(din.size() == n->next.size(), "backward: node '", n->name(), "' returned ", din.size(),
+             " gradients for ", n->next.size(), " inputs");
+  for (size_t k = 0; k < din.size(); ++k) {
+    const Edge& e = n->next[k];
+    if (!din[k].defined()) continue;
+    if (e.fn) {
+      ATTN_CHECK(din[k].shape() == e.fn->output_shape, "backward: node '", n->name(),
+                 "' returned a gradient of shape ", din[k].shape(), " for input ", k, " of shape ",
+                 e.fn->output_shape);
+      accumulate_slot(grads[e.fn.get()], din[k]);
+    } else if (e.leaf) {
+      accumulate_leaf(*e.leaf, din[k]);
+    }
+  }
+  if (!retain_graph) n->release();
 }
 
 void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) {
@@ -105,6 +162,7 @@ void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) 
              " does not match output shape ", root.shape());
   if (!root.grad_fn()) {
     accumulate_leaf(root.impl(), grad);
+    if (t_leaf_ready) t_leaf_ready(root.impl());
     return;
   }
   // Topological order by iterative DFS (post-order), then reverse.
@@ -123,38 +181,20 @@ void run_backward(const Tensor& root, const Tensor& grad_in, bool retain_graph) 
       stack.pop_back();
     }
   }
+  // With a leaf-ready hook: how many nodes of this pass still feed each leaf.
+  std::unordered_map<TensorImpl*, int> feeding;
+  if (t_leaf_ready)
+    for (Node* n : order)
+      for (const Edge& e : n->next)
+        if (e.leaf) ++feeding[e.leaf.get()];
   std::unordered_map<Node*, Slot> grads;
   grads[root.grad_fn().get()].grad = grad.impl_ptr();
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     Node* n = *it;
-    auto gi = grads.find(n);
-    if (gi == grads.end() || !gi->second.grad) continue;
-    Tensor dout(gi->second.grad);
-    grads.erase(gi);
-    if (auto out = n->output.lock(); out && out->retains_grad) accumulate(out->grad, dout, true);
-    // View ops feeding another node: add into that node's gradient in place.
-    if (n->grad_is_view() && n->next.size() == 1 && n->next[0].fn) {
-      Node& in = *n->next[0].fn;
-      accumulate_view(*n, dout, grads[&in], in);
-      if (!retain_graph) n->release();
-      continue;
-    }
-    std::vector<Tensor> din = n->backward(dout);
-    ATTN_CHECK(din.size() == n->next.size(), "backward: node '", n->name(), "' returned ", din.size(),
-               " gradients for ", n->next.size(), " inputs");
-    for (size_t k = 0; k < din.size(); ++k) {
-      const Edge& e = n->next[k];
-      if (!din[k].defined()) continue;
-      if (e.fn) {
-        ATTN_CHECK(din[k].shape() == e.fn->output_shape, "backward: node '", n->name(),
-                   "' returned a gradient of shape ", din[k].shape(), " for input ", k, " of shape ",
-                   e.fn->output_shape);
-        accumulate_slot(grads[e.fn.get()], din[k]);
-      } else if (e.leaf) {
-        accumulate_leaf(*e.leaf, din[k]);
-      }
-    }
-    if (!retain_graph) n->release();
+    backward_node(n, grads, retain_graph);
+    if (!feeding.empty())
+      for (const Edge& e : n->next)
+        if (e.leaf && --feeding[e.leaf.get()] == 0 && e.leaf->grad) t_leaf_ready(*e.leaf);
   }
 }
 

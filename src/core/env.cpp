@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string>
 
 #include "attn/core/error.h"
 
@@ -51,6 +53,17 @@ constexpr Variable kVariables[] = {
      "Where Princeton WordNet 3.0's database (data.noun, noun.exc, ...) is: the BERT pre-training and "
      "fine-tuning data read it.",
      "data::WordNet::open(dir) (attn/data/wordnet.h)", "when WordNet is first opened"},
+    {"OMPI_COMM_WORLD_SIZE", "a count (set by Open MPI's mpirun)", "unset (one process)",
+     "Set by mpirun for each process it starts: attn then joins MPI_COMM_WORLD and trains data-parallel. "
+     "A process without it (or without PMIX_RANK) makes no MPI call.",
+     "none: the launcher sets it; dist::world() (attn/dist/comm.h) reports the outcome",
+     "at the first dist::world() call (attn train)"},
+    {"PMIX_RANK", "a rank (set by a PMIx launcher)", "unset",
+     "The same as OMPI_COMM_WORLD_SIZE for launchers that speak PMIx only (srun --mpi=pmix).",
+     "none: the launcher sets it", "at the first dist::world() call (attn train)"},
+    {"OMPI_MCA_btl", "Open MPI's transport list, e.g. self,tcp", "unset: Open MPI's choice (shared memory within a machine)",
+     "Read by Open MPI (mpirun --mca btl ... sets it); attn reads it only to name the transport in its logs.",
+     "none: Open MPI's own", "at the first dist::world() call under mpirun"},
     {"OMP_WAIT_POLICY", "ACTIVE | PASSIVE", "PASSIVE in the attn CLI; libgomp's own elsewhere",
      "Read by libgomp when it loads. The CLI re-runs itself once with PASSIVE when it is unset (threads sleep "
      "at barriers: much faster on a loaded machine).",
@@ -133,6 +146,19 @@ std::string wordnet_dir() {
 }
 
 std::optional<int64_t> max_inflated_bytes() { return parse_max_inflated_bytes(raw("ATTN_MAX_INFLATED_BYTES")); }
+
+bool launched_by_mpi() { return raw("OMPI_COMM_WORLD_SIZE") || raw("PMIX_RANK"); }
+
+std::optional<int> mpi_world_size() {
+  const char* v = raw("OMPI_COMM_WORLD_SIZE");
+  if (!v || !*v) return std::nullopt;
+  return std::atoi(v);
+}
+
+std::string mpi_btl() {
+  const char* v = raw("OMPI_MCA_btl");
+  return v ? v : "";
+}
 
 bool cli_reexec_for_wait_policy() { return !raw("OMP_WAIT_POLICY") && !raw("ATTN_NO_REEXEC"); }
 

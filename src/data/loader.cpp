@@ -47,6 +47,8 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, LoaderOptions opt
   h_ = s[1];
   w_ = s[2];
   ATTN_CHECK(opt_.repeats >= 0, "DataLoader: expected repeats >= 0, got ", opt_.repeats);
+  ATTN_CHECK(opt_.shard_count >= 1 && opt_.shard_rank >= 0 && opt_.shard_rank < opt_.shard_count,
+             "DataLoader: expected 0 <= shard_rank < shard_count, got ", opt_.shard_rank, " of ", opt_.shard_count);
   epoch_len_ = opt_.repeats > 1 ? repeated_augmentation_length(n_) : n_;
   batches_per_epoch_ = opt_.drop_last ? epoch_len_ / opt_.batch_size : (epoch_len_ + opt_.batch_size - 1) / opt_.batch_size;
   ATTN_CHECK(batches_per_epoch_ > 0, "DataLoader: a dataset of ", n_, " examples gives no full batch of ",
@@ -225,7 +227,9 @@ Generator DataLoader::sample_generator(int64_t epoch, int64_t position) const {
 Batch DataLoader::make_batch(int64_t epoch, int64_t step) const {
   check_state({epoch, step}, "DataLoader::make_batch");
   const auto order = order_for(epoch);
-  const int64_t begin = step * opt_.batch_size, end = std::min(begin + opt_.batch_size, epoch_len_);
+  const int64_t first = step * opt_.batch_size, last = std::min(first + opt_.batch_size, epoch_len_);
+  const int64_t begin = first + (last - first) * opt_.shard_rank / opt_.shard_count,
+                end = first + (last - first) * (opt_.shard_rank + 1) / opt_.shard_count;
   const int64_t b = end - begin, m = c_ * h_ * w_;
   Batch out;
   out.epoch = epoch;

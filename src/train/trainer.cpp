@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 
+#include "attn/autograd/grad_mode.h"
 #include "attn/core/error.h"
 #include "attn/core/parallel.h"
 #include "attn/core/rng.h"
@@ -21,6 +22,8 @@
 #include "attn/train/ema.h"
 #include "attn/viz/plot.h"
 #include "attn/core/progress.h"
+#include "attn/dist/comm.h"
+#include "attn/dist/grad_reducer.h"
 #include "resume_state.h"
 
 namespace attn::train {
@@ -36,6 +39,29 @@ Precision parse_precision(const std::string& s) {
   if (s == "f32") return Precision::f32;
   if (s == "bf16") return Precision::bf16;
   fail("train: expected precision f32 or bf16, got '", s, "'");
+}
+
+// ---- data parallelism ----
+
+double Shard::share(double local) const {
+  if (world == 1 || !comm) return 1.0;
+  double total = local;
+  comm->allreduce_sum(&total, 1);
+  return total > 0 ? local / total : 0.0;
+}
+
+Tensor Shard::weighted(const Tensor& loss, double local) const {
+  if (world == 1 || !comm) return loss;
+  return mul(loss, share(local));
+}
+
+void Shard::sum(std::vector<double>& values) const {
+  if (world > 1 && comm && !values.empty()) comm->allreduce_sum(values.data(), int64_t(values.size()));
+}
+
+void Task::set_shard(const Shard& shard) {
+  ATTN_CHECK(shard.world == 1, "train: this task does not train data-parallel yet; run it without mpirun (",
+             shard.world, " ranks asked)");
 }
 
 // ---- task registry ----
@@ -217,6 +243,10 @@ class Run {
   double run_seconds() const { return prior_seconds_ + elapsed(); }
   double elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start_).count(); }
   void open_bar();
+  void setup_parallel();
+  void check_same_config();
+  void check_same_parameters();
+  bool writer() const { return shard_.rank == 0; }
 
   TrainConfig cfg_;
   const std::vector<std::function<void(nn::Module&)>>& grad_hooks_;
@@ -236,14 +266,99 @@ class Run {
   std::unique_ptr<ProgressBar> bar_;
   bool over_time_ = false;
   TrainResult res_;
+  // Data parallelism (world 1: one process, nothing below is used).
+  Shard shard_;
+  std::unique_ptr<dist::GradReducer> reducer_;
+  double exposed_seconds_ = 0;   // communication not hidden behind the backward pass, this call
+  int64_t check_every_ = 100;    // steps between parameter checksums across ranks
 };
+
+// The settings that must agree across ranks, as one JSON text (rank 0's is the reference).
+nlohmann::json parallel_fingerprint(const TrainConfig& c) {
+  auto opt = [](const auto& o) { return o ? nlohmann::json(*o) : nlohmann::json(); };
+  return {{"model", c.model}, {"task", opt(c.task)}, {"init", c.init}, {"model_config", c.model_config},
+          {"data", opt(c.data)}, {"epochs", opt(c.epochs)}, {"max_steps", c.max_steps}, {"max_minutes", c.max_minutes},
+          {"lr", opt(c.lr)}, {"min_lr", opt(c.min_lr)}, {"weight_decay", opt(c.weight_decay)}, {"beta2", opt(c.beta2)},
+          {"eps", opt(c.eps)}, {"warmup_epochs", opt(c.warmup_epochs)}, {"warmup_steps", opt(c.warmup_steps)},
+          {"schedule", opt(c.schedule)}, {"clip_grad", c.clip_grad}, {"label_smoothing", c.label_smoothing},
+          {"ema_decay", c.ema_decay}, {"grad_accum", c.grad_accum}, {"seed", c.seed}, {"out", opt(c.out)},
+          {"checkpoint_every", c.checkpoint_every}, {"eval_every", c.eval_every}, {"resume", c.resume},
+          {"limit_train", c.limit_train}, {"stop_after", c.stop_after},
+          {"image", {{"data_dir", c.image.data_dir}, {"batch", c.image.batch}, {"limit_eval", c.image.limit_eval},
+                     {"augment", c.image.augment}, {"rand_augment", c.image.rand_augment}, {"erase_p", c.image.erase_p},
+                     {"mixup", c.image.mixup}, {"cutmix", c.image.cutmix}, {"teacher", c.image.teacher},
+                     {"distill", c.image.distill}}},
+          {"translation", {{"max_tokens", c.translation.max_tokens}, {"tokenizer", c.translation.tokenizer},
+                           {"vocab_size", c.translation.vocab_size}, {"max_length", c.translation.max_length}}},
+          {"text", {{"batch", c.text.batch}, {"max_length", c.text.max_length}, {"vocab", c.text.vocab}}},
+          {"pretrain", {{"batch", c.pretrain.batch}, {"max_seq_length", c.pretrain.max_seq_length},
+                        {"masking", c.pretrain.masking}, {"whole_word_mask", c.pretrain.whole_word_mask},
+                        {"dupe_factor", c.pretrain.dupe_factor}, {"limit_eval", c.pretrain.limit_eval}}}};
+}
+
+// Where two JSON values differ, as "key: a vs b" items.
+void json_differences(const nlohmann::json& a, const nlohmann::json& b, const std::string& at, std::string& out) {
+  if (a.is_object() && b.is_object()) {
+    for (const auto& [k, v] : a.items())
+      json_differences(v, b.contains(k) ? b[k] : nlohmann::json(), at.empty() ? k : at + "." + k, out);
+    return;
+  }
+  if (a != b) out += (out.empty() ? "" : "; ") + at + ": " + a.dump() + " vs " + b.dump();
+}
+
+// Every rank must train the same model on the same data with the same flags.
+void Run::check_same_config() {
+  const std::vector<std::string> all = shard_.comm->allgather(parallel_fingerprint(cfg_).dump());
+  const nlohmann::json ref = nlohmann::json::parse(all[0]);
+  std::string bad;
+  for (size_t r = 1; r < all.size(); ++r) {
+    std::string diff;
+    json_differences(ref, nlohmann::json::parse(all[r]), "", diff);
+    if (!diff.empty()) bad += "\n  rank " + std::to_string(r) + " vs rank 0: " + diff;
+  }
+  ATTN_CHECK(bad.empty(), "train: the ranks of this data-parallel run were started with different settings "
+             "(every rank must run the same command):", bad);
+}
+
+// A cheap checksum of the parameters (a sum and a position-weighted sum, in double), equal on every rank.
+void Run::check_same_parameters() {
+  NoGradGuard ng;
+  double sum = 0, weighted = 0;
+  int64_t k = 0;
+  for (const Tensor& p : task_->model()->parameters()) {
+    const std::vector<float> v = p.contiguous().to_vector<float>();
+    for (float x : v) {
+      sum += double(x);
+      weighted += double(x) * double(++k % 1021 + 1);
+    }
+  }
+  char text[64];
+  std::snprintf(text, sizeof text, "%.17g %.17g", sum, weighted);
+  const std::vector<std::string> all = shard_.comm->allgather(text);
+  for (size_t r = 1; r < all.size(); ++r)
+    ATTN_CHECK(all[r] == all[0], "train: the parameters of rank ", r, " differ from rank 0's after step ", step_,
+               " (checksums ", all[r], " vs ", all[0], "): the ranks no longer train the same model; stopped");
+}
+
+void Run::setup_parallel() {
+  if (shard_.world == 1) return;
+  check_same_config();
+}
 
 void Run::setup() {
   ATTN_CHECK(cfg_.grad_accum >= 1, "train: expected --grad-accum >= 1, got ", cfg_.grad_accum);
   ATTN_CHECK(cfg_.precision == Precision::f32, "train: bf16 mixed-precision training is not available yet; "
              "use --precision f32 (bf16 runs inference only: attn predict/bench --dtype bf16)");
   ATTN_CHECK(cfg_.ema_decay >= 0 && cfg_.ema_decay < 1, "train: expected --ema-decay in [0, 1), got ", cfg_.ema_decay);
+  dist::Communicator& comm = dist::world();
+  shard_ = Shard{comm.rank(), comm.size(), comm.size() > 1 ? &comm : nullptr};
+  setup_parallel();
+  if (!writer()) {
+    cfg_.progress = false;
+    cfg_.quiet = true;
+  }
   task_ = make_task(cfg_);
+  if (shard_.world > 1) task_->set_shard(shard_);
   defaults_ = task_->defaults();
   if (!cfg_.out) cfg_.out = defaults_.out;
   out_ = *cfg_.out;
@@ -256,7 +371,8 @@ void Run::setup() {
   res_.plot = out_ + "/curve.svg";
   res_.metrics_path = out_ + "/metrics.json";
   // What writes a killed run left half done (its temporaries): a run owns its directory.
-  for (const std::string& f : {res_.checkpoint, res_.log, res_.plot, res_.metrics_path}) io::remove_unfinished_writes(f);
+  if (writer())
+    for (const std::string& f : {res_.checkpoint, res_.log, res_.plot, res_.metrics_path}) io::remove_unfinished_writes(f);
 
   if (cfg_.resume) {
     ATTN_CHECK(std::filesystem::exists(res_.checkpoint), "train --resume: there is no checkpoint to resume at '",
@@ -265,6 +381,11 @@ void Run::setup() {
     // Checked before the task reads any data; the history's records as the task reads them (the
     // plot, the final metrics).
     resume_ = read_resume_state(meta_, res_.checkpoint);
+    const int64_t saved_world = meta_["train_state"].value("world_size", int64_t(1));
+    ATTN_CHECK(saved_world == shard_.world, "train --resume: '", res_.checkpoint, "' was saved by a run of ", saved_world,
+               saved_world == 1 ? " process" : " data-parallel ranks", "; this run has ", shard_.world,
+               ". Each rank's share of the data order depends on the count: resume with ", saved_world,
+               saved_world == 1 ? " process (no mpirun)" : " ranks (mpirun -np " + std::to_string(saved_world) + ")");
     with_checkpoint_name(res_.checkpoint, "train_state", [&] { task_->plot_series(resume_.history); });
     train_state_ = meta_["train_state"];
   }
@@ -307,7 +428,21 @@ void Run::setup() {
     if (!cfg_.quiet) std::fprintf(stderr, "resuming %s from step %lld\n", res_.checkpoint.c_str(), (long long)step_);
   }
   task_->seek(step_ * cfg_.grad_accum, train_state_);
-  write_log_from_history();
+  if (writer()) write_log_from_history();
+  if (shard_.world > 1) {
+    std::vector<Tensor> params;
+    for (const Tensor& p : task_->model()->parameters())
+      if (p.requires_grad()) params.push_back(p);
+    reducer_ = std::make_unique<dist::GradReducer>(*shard_.comm, params);
+    check_same_parameters();
+    if (!cfg_.quiet) {
+      const int64_t batch = settings_json_.value("--batch", settings_json_.value("--max-tokens", int64_t(0)));
+      std::fprintf(stderr, "data-parallel: %d ranks x %s %lld = %lld per step; gradients all-reduced in %lld buckets (%.1f MB); %s\n",
+                   shard_.world, settings_json_.contains("--batch") ? "batch" : "max tokens", (long long)batch,
+                   (long long)(batch * shard_.world), (long long)reducer_->num_buckets(),
+                   double(reducer_->numel()) * 4e-6, shard_.comm->transport().c_str());
+    }
+  }
 }
 
 // The log is rewritten from the checkpoint's history, so records after it (a killed run) go.
@@ -323,6 +458,7 @@ void Run::write_plot() {
 }
 
 void Run::save(int64_t at_step) {
+  if (!writer()) return;
   nlohmann::json ts = {{"step", at_step},
                        {"seconds", run_seconds()},
                        {"items", prior_items_ + items_},
@@ -330,7 +466,8 @@ void Run::save(int64_t at_step) {
                        {"rng_offset", default_generator().offset()},
                        {"history", history_},
                        {"window", window_json(window_)},
-                       {"settings", settings_json_}};
+                       {"settings", settings_json_},
+                       {"world_size", shard_.world}};
   ts.update(task_->position());
   ts.update(task_->train_state_extra());
   // One file, one rename: the weights, the optimizer, the EMA and the state above are of one step.
@@ -357,7 +494,17 @@ void Run::train_step() {
   int64_t step_items = 0;
   for (int64_t k = 0; k < accum; ++k) {
     StepOutput out = task_->step(step_ * accum + k);
-    const double lv = out.loss.item();
+    double lv = out.loss.item();
+    if (shard_.world > 1) {
+      // The step's loss, items and sums over all ranks (each rank's loss is already weighted by its share).
+      std::vector<double> v = {lv, double(out.items)};
+      v.insert(v.end(), out.sums.begin(), out.sums.end());
+      shard_.sum(v);
+      lv = v[0];
+      out.items = int64_t(v[1]);
+      out.sums.assign(v.begin() + 2, v.end());
+      if (k == accum - 1) reducer_->arm();
+    }
     if (!std::isfinite(lv)) {
       if (bar_) bar_->finish();
       fail("train: the loss became ", nonfinite_name(lv), " at step ", step_ + 1, " (epoch ", step_ / per_epoch_ + 1,
@@ -371,6 +518,10 @@ void Run::train_step() {
     add_sums(window_, out.sums);
   }
   if (accum > 1) step_loss /= double(accum);
+  if (reducer_) {
+    reducer_->finish();
+    exposed_seconds_ += reducer_->stats().exposed_seconds;
+  }
   for (const auto& hook : grad_hooks_) hook(*task_->model());
   if (cfg_.clip_grad > 0) optim::clip_grad_norm_(task_->model()->parameters(), cfg_.clip_grad);
   optim_.opt->step();
@@ -378,6 +529,7 @@ void Run::train_step() {
   if (ema_) ema_->update(*task_->model());
   res_.step_losses.push_back(step_loss);
   ++step_;
+  if (reducer_ && step_ % check_every_ == 0) check_same_parameters();
   items_ += step_items;
   window_.loss += step_loss;
   window_.steps += 1;
@@ -402,12 +554,16 @@ void Run::evaluate_window() {
   const std::string unit = task_->unit();
   rec[unit == "img" ? "images_per_second" : unit == "seq" ? "sequences_per_second" : "tokens_per_second"] =
       double(items_) / secs;
+  if (shard_.world > 1) {
+    rec["world_size"] = shard_.world;
+    rec["comm_exposed_seconds"] = exposed_seconds_;
+  }
   history_.push_back(rec);
-  {
+  if (writer()) {
     std::ofstream f(res_.log, std::ios::app);
     f << rec.dump() << "\n";
+    write_plot();
   }
-  write_plot();
   window_ = Window{};
   save(step_);
   if (!cfg_.quiet) std::fprintf(stderr, "%s\n", task_->summary(rec).c_str());
@@ -420,6 +576,11 @@ TrainResult Run::run() {
     open_bar();
     train_step();
     over_time_ = cfg_.max_minutes > 0 && run_seconds() > cfg_.max_minutes * 60.0;
+    if (cfg_.max_minutes > 0 && shard_.world > 1) {   // every rank stops at the same step: rank 0's clock
+      std::vector<double> flag = {writer() && over_time_ ? 1.0 : 0.0};
+      shard_.sum(flag);
+      over_time_ = flag[0] > 0;
+    }
     if (step_ % eval_every_ == 0 || step_ == total_ || over_time_) evaluate_window();
     else if (cfg_.checkpoint_every > 0 && step_ % cfg_.checkpoint_every == 0) save(step_);
   }
@@ -437,8 +598,18 @@ TrainResult Run::run() {
   m["seconds"] = run_seconds();
   if (cfg_.ema_decay > 0) m["ema_decay"] = cfg_.ema_decay;
   if (cfg_.grad_accum > 1) m["grad_accum"] = cfg_.grad_accum;
+  m["world_size"] = shard_.world;
+  if (shard_.world > 1) {
+    const int64_t batch = settings_json_.value("--batch", settings_json_.value("--max-tokens", int64_t(0)));
+    m[settings_json_.contains("--batch") ? "batch_per_rank" : "max_tokens_per_rank"] = batch;
+    m[settings_json_.contains("--batch") ? "batch_combined" : "max_tokens_combined"] = batch * shard_.world;
+    m["transport"] = shard_.comm->transport();
+    m["gradient_buckets"] = reducer_->num_buckets();
+    m["comm_exposed_seconds"] = exposed_seconds_;
+    m["comm_exposed_fraction"] = res_.train_seconds > 0 ? exposed_seconds_ / res_.train_seconds : 0.0;
+  }
   res_.metrics = m;
-  io::write_file_atomic(res_.metrics_path, m.dump(2) + "\n");
+  if (writer()) io::write_file_atomic(res_.metrics_path, m.dump(2) + "\n");
   return res_;
 }
 

@@ -94,3 +94,23 @@ TEST(PretrainTask, Errors) {
   EXPECT_NE(e.find("pretrain, "), std::string::npos) << e;
   EXPECT_NE(e.find("got 'pretraining'"), std::string::npos) << e;
 }
+
+// Resuming takes the data settings from the checkpoint; a --data naming other data is refused, not ignored.
+TEST(PretrainTask, ResumeRefusesOtherData) {
+  ATTN_NEED_BERT_VOCAB(test::bert_vocab_path());
+  const std::string out = test::fresh_tmp_dir("attn_pretrain_test", "resume_data");
+  train::TrainConfig c = tiny(out);
+  c.stop_after = 2;
+  c.checkpoint_every = 1;
+  train::train(c);
+  c.stop_after = 0;
+  c.resume = true;
+  c.data = "wordnet";
+  EXPECT_EQ(error_of([&] { train::train(c); }),
+            "train --resume: the checkpoint was pre-trained on --data 'bible'; this call has --data 'wordnet'. Pass "
+            "the run's own --data (or none) to continue it, or start a new run with --init");
+  c.data.reset();   // no --data: the checkpoint's
+  const train::TrainResult r = train::train(c);
+  EXPECT_EQ(r.step_losses.size(), 2u);   // steps 3 and 4 of 4
+  EXPECT_TRUE(r.finished);
+}

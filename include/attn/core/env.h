@@ -73,6 +73,11 @@ std::string bert_vocab_cache();
 // ATTN_WORDNET_DIR: WordNet 3.0's database directory (attn/data/wordnet.h); unset or empty:
 // /usr/share/wordnet, where Debian's wordnet-base installs it.
 std::string wordnet_dir();
+// OMPI_COMM_WORLD_SIZE or PMIX_RANK set: the process was started by an MPI launcher (attn/dist/comm.h).
+bool launched_by_mpi();
+// OMPI_COMM_WORLD_SIZE as a count (nullopt when unset); OMPI_MCA_btl ("" when unset), for logs.
+std::optional<int> mpi_world_size();
+std::string mpi_btl();
 // The attn CLI re-runs itself once with OMP_WAIT_POLICY=PASSIVE when neither OMP_WAIT_POLICY nor
 // ATTN_NO_REEXEC is set (cli/main.cpp; libgomp reads the policy before main).
 bool cli_reexec_for_wait_policy();

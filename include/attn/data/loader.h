@@ -64,6 +64,10 @@ struct LoaderOptions {
   // cut to floor(n / 256) * 256 entries — so a batch holds differently augmented copies of fewer
   // images. 0 or 1: off (an epoch is one permutation of all n).
   int64_t repeats = 0;
+  // Data parallelism: each batch of batch_size is split in order into shard_count parts, and this
+  // loader builds part shard_rank (the others are other processes'). Augmentation is drawn per
+  // example position as without shards, so the parts together are the one-process batch.
+  int64_t shard_rank = 0, shard_count = 1;
 };
 
 struct Batch {

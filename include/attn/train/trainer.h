@@ -18,6 +18,12 @@
 // losses equal those of an uninterrupted run bit for bit. A non-finite loss stops training with an
 // attn::Error naming the step; the last checkpoint stays.
 //
+// Data parallelism: the same program under `mpirun -np N` trains on N ranks (dist/comm.h): each rank
+// takes its part of every combined batch (N x the per-rank batch), the gradients are summed over
+// ranks in buckets that overlap the backward pass (dist/grad_reducer.h), rank 0 alone writes files,
+// and the losses equal one process's at the combined batch up to summation order (docs/design.md,
+// "Data-parallel training").
+//
 // Tasks: image classification (train/tasks/image_classification.h, with DeiT distillation),
 // translation (train/tasks/translation.h), BERT pre-training (train/tasks/pretrain.h, "pretrain") and
 // BERT fine-tuning, chosen with cfg.task: "classify" (sentences and sentence pairs,
@@ -41,6 +47,7 @@
 #include "attn/models/registry.h"
 
 namespace attn::viz { struct Series; }   // a curve of the training plot (viz/plot.h)
+namespace attn::dist { class Communicator; }   // dist/comm.h
 
 namespace attn::train {
 
@@ -202,6 +209,24 @@ struct OptimDefaults {
   std::string data, out;
 };
 
+// A task's place in a data-parallel run (`mpirun -np N attn train ...`; dist/comm.h). Each rank's
+// micro-batch is its part of the combined batch (N x the per-rank batch) that one process would
+// take, in order, so the ranks' parts of a step together are the single-process batch. Its loss is
+// weighted by its share of the step's items (images, target tokens, masked tokens), so the sum of
+// the ranks' gradients, which the Trainer all-reduces, is the gradient of the combined batch.
+struct Shard {
+  int rank = 0, world = 1;
+  dist::Communicator* comm = nullptr;   // null: one process
+  // local / (the sum of local over ranks); exactly 1 in one process (0 when the sum is 0).
+  double share(double local) const;
+  // `loss` (a mean over `local` items) times share(local); `loss` itself in one process.
+  Tensor weighted(const Tensor& loss, double local) const;
+  // Sums over ranks, in place (identity in one process).
+  void sum(std::vector<double>& values) const;
+  // This rank's part [first, second) of n items split in order into `world` contiguous parts.
+  std::pair<int64_t, int64_t> part(int64_t n) const { return {n * rank / world, n * (rank + 1) / world}; }
+};
+
 // A task: a model of one kind on its data, its loss, its evaluation. The Trainer calls:
 //   setup(resume_meta) once; then per step next micro-batches -> loss(); evaluate() at the cadence;
 //   finish() after the last step. The task never runs the optimizer.
@@ -212,6 +237,10 @@ class Task {
   // task rebuilds its model from it and may take settings from it), null otherwise. The global
   // generator is seeded before this call (the weights draw from it).
   virtual void setup(const nlohmann::json* resume_meta) = 0;
+  // Called before setup() in a data-parallel run (world > 1): the task then batches, weights its
+  // loss and evaluates as Shard says, its window sums and evaluation equal to one process's. A task
+  // that cannot refuses (the default).
+  virtual void set_shard(const Shard& shard);
   virtual std::shared_ptr<models::Model> model() const = 0;
   virtual int64_t batches_per_epoch() const = 0;   // micro-batches
   virtual int64_t d_model() const { return 512; }  // the inverse-sqrt schedule's width
@@ -261,8 +290,8 @@ class Trainer {
  public:
   explicit Trainer(TrainConfig cfg);
   ~Trainer();
-  // Between backward and the optimizer step, once per step (after the micro-batches): where a
-  // data-parallel run all-reduces the gradients.
+  // Between backward and the optimizer step, once per step (after the micro-batches and, in a
+  // data-parallel run, after the gradients were summed over ranks).
   void on_gradients(std::function<void(nn::Module&)> hook);
   // After every optimizer step.
   void on_step(std::function<void(const StepInfo&)> callback);

@@ -27,19 +27,21 @@ namespace {
 bool is_folder_data(const std::string& data) { return data != "fashion-mnist"; }
 
 // The first n examples of a dataset.
+// Examples [from, from + n) of a dataset.
 class Prefix : public data::Dataset {
  public:
-  Prefix(std::shared_ptr<const data::Dataset> base, int64_t n) : base_(std::move(base)), n_(std::min(n, base_->size())) {}
+  Prefix(std::shared_ptr<const data::Dataset> base, int64_t n, int64_t from = 0)
+      : base_(std::move(base)), from_(from), n_(std::min(n, base_->size() - from)) {}
   int64_t size() const override { return n_; }
   Shape image_shape() const override { return base_->image_shape(); }
   int64_t read(int64_t i, float* out) const override {
     ATTN_CHECK(i >= 0 && i < n_, "dataset: index ", i, " out of range [0, ", n_, ")");
-    return base_->read(i, out);
+    return base_->read(from_ + i, out);
   }
 
  private:
   std::shared_ptr<const data::Dataset> base_;
-  int64_t n_;
+  int64_t from_, n_;
 };
 
 int64_t count_correct(const Tensor& logits, const Tensor& labels) {
@@ -188,14 +190,17 @@ class ImageClassificationTask : public Task {
       // Mixed targets already carry the label smoothing.
       out.loss = cross_entropy(logits, target, {.label_smoothing = mixing_ ? 0.0 : cfg_.label_smoothing});
     }
+    out.loss = shard_.weighted(out.loss, double(b.labels.numel()));   // a mean over this rank's images
     NoGradGuard ng;
     out.items = b.labels.numel();
     out.sums = {double(count_correct(logits, b.labels)), double(b.labels.numel())};
     return out;
   }
 
+  void set_shard(const Shard& shard) override { shard_ = shard; }
+
   nlohmann::json evaluate() override {
-    EvalResult v = train::evaluate(*model_, *run_data_.val, mean_, std_, 256, ic_.limit_eval);
+    EvalResult v = train::evaluate(*model_, *run_data_.val, mean_, std_, 256, ic_.limit_eval, &shard_);
     nlohmann::json r = {{"val_loss", v.loss}, {"val_accuracy", v.accuracy}};
     if (deit_) {
       r["val_accuracy_cls"] = v.accuracy_cls;
@@ -262,7 +267,7 @@ class ImageClassificationTask : public Task {
 
   nlohmann::json finish(const TrainResult& res, const nlohmann::json& history,
                         const std::shared_ptr<models::Model>& ema) override {
-    EvalResult t = train::evaluate(*model_, *run_data_.test, mean_, std_, 256, ic_.limit_eval);
+    EvalResult t = train::evaluate(*model_, *run_data_.test, mean_, std_, 256, ic_.limit_eval, &shard_);
     nlohmann::json m = {{"test_accuracy", t.accuracy}, {"test_loss", t.loss},
                         {"images_per_second", res.items_per_second}};
     m["val_accuracy"] = history.empty() ? NAN : history.back().at("val_accuracy").get<double>();
@@ -274,7 +279,7 @@ class ImageClassificationTask : public Task {
     if (ema) {
       auto c = std::dynamic_pointer_cast<models::ImageClassifier>(ema);
       ATTN_CHECK(c != nullptr, "train: the EMA copy is not an image classifier");
-      m["test_accuracy_ema"] = train::evaluate(*c, *run_data_.test, mean_, std_, 256, ic_.limit_eval).accuracy;
+      m["test_accuracy_ema"] = train::evaluate(*c, *run_data_.test, mean_, std_, 256, ic_.limit_eval, &shard_).accuracy;
     }
     m["recipe"] = {{"augment", ic_.augment}, {"rand_augment", ic_.rand_augment},
                    {"rand_augment_magnitude", ic_.rand_augment_magnitude}, {"erase_p", ic_.erase_p},
@@ -304,6 +309,7 @@ class ImageClassificationTask : public Task {
   RunData run_data_;
   std::shared_ptr<data::Dataset> train_ds_;
   std::unique_ptr<data::DataLoader> loader_;
+  Shard shard_;
   bool mixing_ = false;
   data::MixupOptions mix_opt_;
 };
@@ -340,7 +346,9 @@ void ImageClassificationTask::setup_distillation() {
 void ImageClassificationTask::setup_loader() {
   ATTN_CHECK(ic_.batch > 0, "train: expected batch > 0, got ", ic_.batch);
   data::LoaderOptions lo;
-  lo.batch_size = ic_.batch;
+  lo.batch_size = ic_.batch * shard_.world;   // the combined batch; this rank builds its part
+  lo.shard_rank = shard_.rank;
+  lo.shard_count = shard_.world;
   lo.shuffle = true;
   lo.drop_last = true;
   lo.seed = cfg_.seed;
@@ -370,12 +378,16 @@ void ImageClassificationTask::setup_loader() {
 }  // namespace
 
 EvalResult evaluate(models::ImageClassifier& model, const data::Dataset& ds, const std::vector<float>& mean,
-                    const std::vector<float>& std, int64_t batch, int64_t limit) {
+                    const std::vector<float>& std, int64_t batch, int64_t limit, const Shard* shard) {
   NoGradGuard ng;
   const bool was_training = model.is_training();
   model.eval();
   std::shared_ptr<const data::Dataset> view(&ds, [](const data::Dataset*) {});
   if (limit > 0 && limit < ds.size()) view = std::make_shared<Prefix>(view, limit);
+  if (shard && shard->world > 1) {
+    const auto [from, to] = shard->part(view->size());
+    view = std::make_shared<Prefix>(view, to - from, from);
+  }
   data::LoaderOptions lo;
   lo.batch_size = batch;
   lo.shuffle = false;
@@ -409,6 +421,15 @@ EvalResult evaluate(models::ImageClassifier& model, const data::Dataset& ds, con
       r.labels.push_back(y[i]);
     }
     r.count += pred.numel();
+  }
+  if (shard && shard->world > 1) {
+    std::vector<double> v = {loss_sum, double(correct), double(correct_cls), double(correct_dist), double(r.count)};
+    shard->sum(v);
+    loss_sum = v[0];
+    correct = int64_t(v[1]);
+    correct_cls = int64_t(v[2]);
+    correct_dist = int64_t(v[3]);
+    r.count = int64_t(v[4]);
   }
   r.loss = r.count ? loss_sum / double(r.count) : NAN;
   r.accuracy = r.count ? double(correct) / double(r.count) : NAN;

@@ -104,7 +104,8 @@ class PretrainTask : public Task {
 
   void setup(const nlohmann::json* resume) override;
   std::shared_ptr<models::Model> model() const override { return model_; }
-  int64_t batches_per_epoch() const override { return int64_t(train_.size()) / spec_.pc.batch; }
+  int64_t batches_per_epoch() const override { return int64_t(train_.size()) / (spec_.pc.batch * shard_.world); }
+  void set_shard(const Shard& shard) override { shard_ = shard; }
   int64_t d_model() const override { return model_->cfg().hidden_size; }
   // Every batch is a function of its micro-batch number: nothing to seek.
   void seek(int64_t, const nlohmann::json&) override {}
@@ -112,13 +113,16 @@ class PretrainTask : public Task {
   StepOutput step(int64_t micro) override {
     const int64_t per = batches_per_epoch(), epoch = micro / per, index = micro % per;
     const std::vector<int64_t>& order = epoch_order(epoch);
-    const std::vector<int64_t> which(order.begin() + index * spec_.pc.batch,
-                                     order.begin() + (index + 1) * spec_.pc.batch);
+    // This rank's part of the combined batch (world x --batch instances, in order).
+    const int64_t first = (index * shard_.world + shard_.rank) * spec_.pc.batch;
+    const std::vector<int64_t> which(order.begin() + first, order.begin() + first + spec_.pc.batch);
     const data::PretrainingBatch b = data::make_pretraining_batch(train_, which, vocab_, masking(), spec_.seed,
                                                                   spec_.pc.masking == "static" ? -1 : epoch);
     PretrainingLoss l = pretraining_loss(*model_, b);
     StepOutput out;
     out.loss = l.loss;
+    if (shard_.world > 1)   // each mean weighted by this rank's share of its unit: masked tokens, sequences
+      out.loss = add(shard_.weighted(l.mlm_loss, double(l.num_masked)), shard_.weighted(l.nsp_loss, double(l.num_sequences)));
     out.items = l.num_sequences;
     out.sums = pretrain_sums(l);
     return out;
@@ -213,6 +217,7 @@ class PretrainTask : public Task {
   std::vector<data::PretrainingInstance> train_, val_;
   std::vector<int64_t> order_;
   int64_t order_epoch_ = -1;
+  Shard shard_;
 };
 
 void PretrainTask::setup(const nlohmann::json* resume) {
@@ -223,6 +228,10 @@ void PretrainTask::setup(const nlohmann::json* resume) {
     ATTN_CHECK(r.get_or("task", "") == std::string(kPretrainTask),
                "train --resume: the checkpoint is not a pre-training checkpoint (no \"task\": \"pretrain\")");
     read_pretrain_spec(*resume, spec_);
+    // The data settings come from the checkpoint; a --data of this call that names other data is refused.
+    ATTN_CHECK(!cfg_.data || *cfg_.data == spec_.data, "train --resume: the checkpoint was pre-trained on --data '",
+               spec_.data, "'; this call has --data '", *cfg_.data,
+               "'. Pass the run's own --data (or none) to continue it, or start a new run with --init");
     spec_.pc.limit_eval = cfg_.pretrain.limit_eval;
     name = r.object("config").get<std::string>("model");
     overrides = resume->at("config");
@@ -235,8 +244,8 @@ void PretrainTask::setup(const nlohmann::json* resume) {
              "--max-seq-length <= the model's max_position_embeddings ", model_->cfg().max_position_embeddings,
              ", got ", spec_.pc.max_seq_length);
   ATTN_CHECK(spec_.pc.batch >= 1, "train --task pretrain: expected --batch >= 1, got ", spec_.pc.batch);
-  ATTN_CHECK(int64_t(train_.size()) >= spec_.pc.batch, "train --task pretrain: the training split has ",
-             train_.size(), " instances, fewer than one batch of ", spec_.pc.batch);
+  ATTN_CHECK(int64_t(train_.size()) >= spec_.pc.batch * shard_.world, "train --task pretrain: the training split has ",
+             train_.size(), " instances, fewer than one batch of ", spec_.pc.batch * shard_.world);
 }
 
 void PretrainTask::load_data() {
@@ -272,7 +281,7 @@ nlohmann::json PretrainTask::evaluate() {
   model_->eval();
   double s[kNumSums] = {};
   const auto n = int64_t(val_.size());
-  for (int64_t at = 0; at < n; at += spec_.pc.batch) {
+  for (int64_t at = spec_.pc.batch * shard_.rank; at < n; at += spec_.pc.batch * shard_.world) {   // this rank's batches
     std::vector<int64_t> which;
     for (int64_t i = at; i < std::min(n, at + spec_.pc.batch); ++i) which.push_back(i);
     const data::PretrainingBatch b = data::make_pretraining_batch(val_, which, vocab_, masking(), ~spec_.seed, -1);
@@ -280,6 +289,9 @@ nlohmann::json PretrainTask::evaluate() {
     for (size_t k = 0; k < part.size(); ++k) s[k] += part[k];
   }
   model_->train(was);
+  std::vector<double> all(s, s + kNumSums);
+  shard_.sum(all);
+  std::copy(all.begin(), all.end(), s);
   const double mlm = pretrain_ratio(s[kMlmLoss], s[kMasked]), nsp = pretrain_ratio(s[kNspLoss], s[kSeqs]);
   return {{"val_loss", mlm + nsp}, {"val_mlm_loss", mlm}, {"val_mlm_accuracy", pretrain_ratio(s[kMlmCorrect], s[kMasked])},
           {"val_nsp_loss", nsp}, {"val_nsp_accuracy", pretrain_ratio(s[kNspCorrect], s[kSeqs])},

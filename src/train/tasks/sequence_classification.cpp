@@ -18,6 +18,7 @@
 #include "attn/data/wordnet_tasks.h"
 #include "attn/io/checkpoint.h"
 #include "attn/models/pretrained.h"
+#include "attn/ops/elementwise.h"
 #include "attn/ops/loss.h"
 #include "attn/ops/reduce.h"
 #include "attn/viz/plot.h"
@@ -184,17 +185,26 @@ class BertTextTask : public Task {
   void setup(const nlohmann::json* resume) override;
   std::shared_ptr<models::Model> model() const override { return model_; }
   int64_t batches_per_epoch() const override {
-    return (int64_t(d_.train.size()) + tc_.batch - 1) / tc_.batch;
+    const int64_t combined = tc_.batch * shard_.world;
+    return (int64_t(d_.train.size()) + combined - 1) / combined;
   }
+  // Data parallelism: training batches are sharded; evaluation (macro-F1 and span F1 need every
+  // prediction) runs whole on every rank.
+  void set_shard(const Shard& shard) override { shard_ = shard; }
   void seek(int64_t, const nlohmann::json&) override {}   // the order is a function of (seed, epoch)
 
   StepOutput step(int64_t micro) override {
-    const int64_t bpe = batches_per_epoch(), epoch = micro / bpe, at = (micro % bpe) * tc_.batch;
+    const int64_t combined = tc_.batch * shard_.world;
+    const int64_t bpe = batches_per_epoch(), epoch = micro / bpe, at = (micro % bpe) * combined;
     if (epoch != order_epoch_) {
       order_ = data::epoch_order(int64_t(d_.train.size()), seed_, epoch);
       order_epoch_ = epoch;
     }
-    const std::vector<int64_t> idx(order_.begin() + at, order_.begin() + std::min<int64_t>(at + tc_.batch, int64_t(order_.size())));
+    const int64_t end = std::min<int64_t>(at + combined, int64_t(order_.size()));
+    const auto [from, to] = shard_.part(end - at);   // this rank's part of the combined batch
+    std::vector<int64_t> idx(order_.begin() + at + from, order_.begin() + at + to);
+    const bool empty = idx.empty();   // fewer examples than ranks: run one with weight 0
+    if (empty) idx = {order_[size_t(at)]};
     const data::TextBatch b = data::make_text_batch(d_.train, idx, pad_id_);
     const Tensor logits = model_->forward({b.input_ids, b.token_type_ids, b.attention_mask}).logits;
     StepOutput out;
@@ -209,6 +219,9 @@ class BertTextTask : public Task {
         correct += p[i] == y[i];
         n += 1;
       }
+    if (empty) correct = n = 0;
+    if (shard_.world > 1) out.loss = mul(out.loss, shard_.share(n));
+    if (empty) out.items = 0;
     out.sums = {correct, n};
     return out;
   }
@@ -304,6 +317,7 @@ class BertTextTask : public Task {
   int64_t pad_id_ = 0;
   std::vector<int64_t> order_;
   int64_t order_epoch_ = -1;
+  Shard shard_;
 };
 
 // The vocabulary: --vocab, else vocab.txt beside --init's weights, else bert-base-uncased's cache.

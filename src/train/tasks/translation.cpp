@@ -14,6 +14,7 @@
 #include "attn/infer/translate.h"
 #include "attn/io/base64.h"
 #include "attn/io/safetensors.h"
+#include "attn/ops/elementwise.h"
 #include "attn/ops/loss.h"
 #include "attn/viz/plot.h"
 #include "attn/core/progress.h"
@@ -38,7 +39,7 @@ std::vector<data::SeqPair> encode_pairs(const text::Tokenizer& tok, const std::v
 
 // Teacher-forced loss over a whole split (no label smoothing: the plain per-token NLL).
 double split_loss(models::Seq2SeqModel& model, const std::vector<data::SeqPair>& pairs, int64_t max_tokens,
-                  int64_t max_length) {
+                  int64_t max_length, const Shard& shard = Shard{}) {
   if (pairs.empty()) return NAN;
   NoGradGuard ng;
   const bool was = model.is_training();
@@ -47,12 +48,17 @@ double split_loss(models::Seq2SeqModel& model, const std::vector<data::SeqPair>&
                                    .over_length = data::OverLength::truncate, .shuffle = false});
   double sum = 0;
   int64_t n = 0;
-  for (const auto& idx : batcher.epoch_batches(0)) {
-    data::SeqBatch b = batcher.make_batch(idx);
+  const std::vector<std::vector<int64_t>> batches = batcher.epoch_batches(0);
+  for (size_t k = size_t(shard.rank); k < batches.size(); k += size_t(shard.world)) {   // this rank's batches
+    data::SeqBatch b = batcher.make_batch(batches[k]);
     sum += seq2seq_batch_loss(model, b, 0.0).item() * double(b.num_tgt_tokens);
     n += b.num_tgt_tokens;
   }
   model.train(was);
+  std::vector<double> v = {sum, double(n)};
+  shard.sum(v);
+  sum = v[0];
+  n = int64_t(v[1]);
   return n ? sum / double(n) : NAN;
 }
 
@@ -109,7 +115,7 @@ class TranslationTask : public Task {
                ") differs from the tokenizer's (", tok_->vocab_size(), ")");
     max_len_ = std::min(tc_.max_length, model_->max_length() - 1);
     batcher_ = std::make_unique<data::SeqBatcher>(
-        train_ids_, data::SeqBatchOptions{.max_tokens = tc_.max_tokens, .max_length = max_len_,
+        train_ids_, data::SeqBatchOptions{.max_tokens = tc_.max_tokens * shard_.world, .max_length = max_len_,
                                           .over_length = data::OverLength::drop, .seed = seed_});
     ATTN_CHECK(batcher_->num_pairs() > 0, "train: no training pair is within max_length ", max_len_);
     if (!cfg_.quiet && batcher_->num_dropped_long() > 0)
@@ -135,14 +141,28 @@ class TranslationTask : public Task {
 
   StepOutput step(int64_t) override {
     data::SeqBatch b = batcher_->next();
+    double weight = 1.0;
+    if (shard_.world > 1) {
+      // This rank's part of the combined batch, in order; a rank left without a pair (a batch of fewer
+      // pairs than ranks) runs the first pair with weight 0, so that every rank has a backward pass.
+      const auto [from, to] = shard_.part(int64_t(b.indices.size()));
+      std::vector<int64_t> mine(b.indices.begin() + from, b.indices.begin() + to);
+      if (mine.empty()) {
+        mine = {b.indices[0]};
+        weight = 0.0;
+      }
+      b = batcher_->make_batch(mine);
+    }
     StepOutput out;
+    const int64_t tokens = weight > 0 ? b.num_tgt_tokens : 0;
     out.loss = seq2seq_batch_loss(*model_, b, cfg_.label_smoothing);
-    out.items = b.num_tgt_tokens;
+    if (shard_.world > 1) out.loss = mul(out.loss, shard_.share(double(tokens)));
+    out.items = tokens;
     return out;
   }
 
   nlohmann::json evaluate() override {
-    const double dev_loss = split_loss(*model_, dev_ids_, tc_.max_tokens, max_len_);
+    const double dev_loss = split_loss(*model_, dev_ids_, tc_.max_tokens, max_len_, shard_);
     double dev_bleu = 0;
     const size_t n = std::min<size_t>(size_t(std::max<int64_t>(tc_.eval_sentences, 0)), splits_.dev.size());
     if (n > 0) {
@@ -193,6 +213,9 @@ class TranslationTask : public Task {
   }
 
   std::vector<Setting> settings() const override { return {{"--max-tokens", tc_.max_tokens, false}}; }
+  // Data parallelism: training batches and the dev loss are sharded; the BLEU decodes (dev sample,
+  // test) run whole on every rank (the same numbers everywhere).
+  void set_shard(const Shard& shard) override { shard_ = shard; }
 
   nlohmann::json finish(const TrainResult& res, const nlohmann::json& history,
                         const std::shared_ptr<models::Model>&) override;
@@ -215,6 +238,7 @@ class TranslationTask : public Task {
   std::shared_ptr<models::Seq2SeqModel> model_;
   std::unique_ptr<data::SeqBatcher> batcher_;
   data::SeqPosition resume_at_;
+  Shard shard_;
   int64_t max_len_ = 0, dev_sentences_ = 0;
 };
 
@@ -253,7 +277,7 @@ nlohmann::json TranslationTask::finish(const TrainResult& res, const nlohmann::j
     std::string text;
     for (size_t i = 0; i < hyps.size(); ++i)
       text += "SRC " + splits_.test[i].src + "\nREF " + splits_.test[i].tgt + "\nHYP " + hyps[i] + "\n\n";
-    io::write_file_atomic(samples, text);
+    if (shard_.rank == 0) io::write_file_atomic(samples, text);
   }
   return {{"data", data_json()}, {"test_bleu", bleu.score}, {"test_bleu_line", bleu.format()},
           {"test_exact_match", hyps.empty() ? 0.0 : double(exact) / double(hyps.size())},

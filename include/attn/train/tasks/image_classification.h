@@ -41,7 +41,8 @@ struct EvalResult {
 
 // Accuracy and mean cross-entropy on a dataset (eval mode, no grad), normalised as in training.
 EvalResult evaluate(models::ImageClassifier& model, const data::Dataset& ds, const std::vector<float>& mean,
-                    const std::vector<float>& std, int64_t batch = 256, int64_t limit = 0);
+                    const std::vector<float>& std, int64_t batch = 256, int64_t limit = 0,
+                    const Shard* shard = nullptr);   // a data-parallel run: this rank's part, sums over ranks
 
 // The task (registered as models::kImageClassification).
 std::unique_ptr<Task> make_image_classification_task(const TrainConfig& cfg);
