@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
     }
     set_num_threads(1);
     manual_seed(0);
-    auto m = models::create_model(model, nlohmann::json::object());
+    auto m = models::create(model, nlohmann::json::object());
     std::vector<Tensor> params;
     for (const Tensor& p : m->parameters())
       if (p.requires_grad()) params.push_back(p);

@@ -45,11 +45,11 @@ run_pair() {   # name, items key, one-process args, per-rank args, common args..
   shift 4
   rm -rf "$work/$name-1p" "$work/$name-2r" "$work/$name-2r-tcp"
   echo "== $name: 1 process x 2 threads"
-  "$attn" train "$@" $one --threads 2 --out "$work/$name-1p" --quiet
+  "$attn" train "$@" $one --threads 2 --out "$work/$name-1p" 2>"$work/$name-1p.log"
   echo "== $name: 2 ranks x 1 thread (shared memory)"
-  "${mpi[@]}" "$attn" train "$@" $per --threads 1 --out "$work/$name-2r" --quiet
+  "${mpi[@]}" "$attn" train "$@" $per --threads 1 --out "$work/$name-2r" 2>"$work/$name-2r.log"
   echo "== $name: 2 ranks x 1 thread (TCP, loopback)"
-  "${mpi[@]}" "${tcp[@]}" "$attn" train "$@" $per --threads 1 --out "$work/$name-2r-tcp" --quiet
+  "${mpi[@]}" "${tcp[@]}" "$attn" train "$@" $per --threads 1 --out "$work/$name-2r-tcp" 2>"$work/$name-2r-tcp.log"
   python3 - "$work" "$name" "$key" "$out" <<'PY'
 import json, sys
 work, name, key, out = sys.argv[1:]

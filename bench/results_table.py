@@ -337,6 +337,23 @@ BENCHMARKS = [
           {c: NO_TARGET for c in ("lexicographer file (45 classes), accuracy", "lexicographer file (45 classes), "
                                   "macro-F1", "gloss–lemma pairs, accuracy", "supersense tagging, span F1")},
           peer_label="from scratch"),
+    Bench("allreduce", "speed", "Gradient all-reduce of data-parallel training",
+          "attn's bucketed all-reduce (dist::GradReducer: about 25 MB buckets, non-blocking, in place in the "
+          "gradients' own buffers) of ViT-B/16's gradients (86,567,656 floats) against one bare MPI_Allreduce of the "
+          "same bytes, 2 ranks on one machine, Open MPI 4.1.4 (`mpirun -np 2 build/test/bench/allreduce_bench`); "
+          "median of 7.",
+          {"ViT-B/16's gradients, 2 ranks, shared memory": faster(0.9, "a bare MPI_Allreduce"),
+           "ViT-B/16's gradients, 2 ranks, TCP on the loopback": faster(0.9, "a bare MPI_Allreduce")},
+          peer_label="bare MPI_Allreduce"),
+    Bench("mpi_train", "speed", "Data-parallel training on one machine",
+          "2 ranks × 1 thread (`mpirun -np 2 --bind-to none attn train ... --threads 1`) against 1 process × 2 "
+          "threads at the same combined batch (vit_fmnist: 2 × 64 images; the Transformer on bible-en-es: 2 × 2,048 "
+          "target tokens), training items per second; the note gives the share of the step spent waiting for "
+          "all-reduces after the backward (not hidden) and how much of a blocking all-reduce of the same gradients "
+          "that hides.",
+          {c: NO_TARGET for c in ("vit_fmnist, shared memory", "vit_fmnist, TCP on the loopback",
+                                  "transformer, shared memory", "transformer, TCP on the loopback")},
+          peer_label="1 process × 2 threads"),
     Bench("translation_bleu", "accuracy", "Translation quality after one hour of training",
           "English → Spanish Bible verses (KJV → Reina-Valera 1909), 8,000-piece SentencePiece vocabulary, "
           "test BLEU on 1,000 verses as sacreBLEU computes it (13a); PyTorch trained on the identical batches.",
@@ -598,6 +615,21 @@ def normalise(path, detail=False):
                 rec("accuracy", "bert_pretraining_effect", case, "%", 100 * t[key]["pretrained"], None,
                     peers={"from scratch": sig(100 * t[key]["scratch"])},
                     note=f"{j['model']}, {t['steps'][0]:,} steps each; pre-trained: {j.get('pretraining', j['init'])}")
+        elif b == "allreduce":
+            where = "TCP on the loopback" if "tcp" in j["transport"] else "shared memory"
+            rec("speed", "allreduce", f"ViT-B/16's gradients, {j['ranks']} ranks, {where}", "ms", j["attn_ms"], None,
+                peers={"bare MPI_Allreduce": sig(j["bare_ms"])},
+                note=f"{j['buckets']} buckets; bus bandwidth {j['bus_gbps_bare']:.2f} GB/s bare, "
+                     f"{j['bus_gbps_attn']:.2f} GB/s attn; {j['transport']}")
+        elif b == "mpi_train":
+            unit = "img/s" if j["unit"] == "images_per_second" else "tok/s"
+            for key, where in [("shm", "shared memory"), ("tcp", "TCP on the loopback")]:
+                hidden = j.get(f"hidden_{key}")
+                rec("speed", "mpi_train", f"{j['model']}, {where}", unit, j[f"two_ranks_{key}"], None,
+                    peers={"1 process × 2 threads": sig(j["one_process"])},
+                    note=f"{j['steps']} steps; waiting for all-reduces after the backward: "
+                         f"{100 * j[f'exposed_fraction_{key}']:.1f}% of the step"
+                         + ("" if hidden is None else f"; {100 * hidden:.0f}% of a blocking all-reduce hidden"))
         elif b == "swin_infer":
             swin_records(j, rec)
         elif "model" in j and "policy" in j and "attn" in j and "torch" in j:   # bench/vit_infer.sh

@@ -75,6 +75,8 @@ void add_common_train_flags(CLI::App* c, TrainFlags& f) {
   c->add_option("--clip-grad", cfg.clip_grad, "global gradient-norm clip (0: off)")->capture_default_str();
   c->add_option("--ema-decay", cfg.ema_decay, "keep an EMA of the weights (0: off; e.g. 0.9998)")->capture_default_str();
   c->add_option("--grad-accum", cfg.grad_accum, "micro-batches per optimizer step")->capture_default_str();
+  c->add_flag("--sync-bn", cfg.sync_batch_norm, "under mpirun: batch norm with the statistics of the combined batch "
+              "(as PyTorch's SyncBatchNorm); default: each rank's own");
   c->add_option_function<std::string>(
        "--precision", [&cfg](const std::string& s) { cfg.precision = train::parse_precision(s); },
        "f32 (bf16 mixed precision is not available yet)")

@@ -103,15 +103,26 @@ Tensor normal(const Shape& shape, double mean, double std, Generator& g, DType d
   return fill_indexed(shape, dtype, "normal", [&](int64_t i) { return mean + std * normal_at(seed, off + uint64_t(i)); });
 }
 
-Tensor bernoulli(const Shape& shape, double p, Generator& g, DType dtype) {
-  ATTN_CHECK(p >= 0.0 && p <= 1.0, "bernoulli: expected p in [0, 1], got ", p);
-  const uint64_t seed = g.seed(), off = g.reserve(uint64_t(shape_numel(shape)));
-  return fill_indexed(shape, dtype, "bernoulli", [&](int64_t i) {
+// 1 where philox_uniform(seed, off + i) < p, else 0.
+static Tensor bernoulli_from(const Shape& shape, double p, uint64_t seed, uint64_t off, DType dtype, const char* op) {
+  return fill_indexed(shape, dtype, op, [&](int64_t i) {
     uint32_t r[4];
     philox4x32(seed, off + uint64_t(i), r);
     double u = double((uint64_t(r[0]) << 21) ^ (r[1] >> 11)) * (1.0 / 9007199254740992.0);
     return u < p ? 1.0 : 0.0;
   });
+}
+
+Tensor bernoulli(const Shape& shape, double p, Generator& g, DType dtype) {
+  ATTN_CHECK(p >= 0.0 && p <= 1.0, "bernoulli: expected p in [0, 1], got ", p);
+  const uint64_t seed = g.seed(), off = g.reserve(uint64_t(shape_numel(shape)));
+  return bernoulli_from(shape, p, seed, off, dtype, "bernoulli");
+}
+
+Tensor bernoulli_batch(const Shape& shape, double p, Generator& g, DType dtype) {
+  ATTN_CHECK(p >= 0.0 && p <= 1.0, "bernoulli_batch: expected p in [0, 1], got ", p);
+  const uint64_t seed = g.seed(), off = g.reserve_batch(uint64_t(shape_numel(shape)));
+  return bernoulli_from(shape, p, seed, off, dtype, "bernoulli_batch");
 }
 
 Tensor randperm(int64_t n, Generator& g) {

@@ -80,6 +80,10 @@ class MpiWorld final : public Communicator {
 
   void allreduce_sum(float* data, int64_t n) override { allreduce(data, n, MPI_FLOAT); }
   void allreduce_sum(double* data, int64_t n) override { allreduce(data, n, MPI_DOUBLE); }
+  void allreduce_max(uint64_t* data, int64_t n) override {
+    ATTN_CHECK(n <= INT_MAX, "dist: allreduce_max takes at most ", INT_MAX, " values, got ", n);
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, data, int(n), MPI_UINT64_T, MPI_MAX, comm_), "MPI_Allreduce (max)");
+  }
 
   std::unique_ptr<Request> iallreduce_sum(float* data, int64_t n) override {
     ATTN_CHECK(n <= INT_MAX, "dist: a non-blocking all-reduce takes at most ", INT_MAX, " floats, got ", n);

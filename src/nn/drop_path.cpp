@@ -13,7 +13,7 @@ Tensor drop_path(const Tensor& x, double p, bool training, Generator& g) {
   const double keep = 1.0 - p;
   Shape ms(size_t(x.dim()), 1);
   ms[0] = x.size(0);
-  Tensor mask = bernoulli(ms, keep, g, x.dtype());
+  Tensor mask = bernoulli_batch(ms, keep, g, x.dtype());
   if (keep > 0.0) mask = div(mask, Tensor::scalar(keep, x.dtype()));   // as timm: mask.div_(keep_prob)
   return mul(x, mask);
 }

@@ -192,7 +192,7 @@ FusedForward fused_forward(const Tensor& q_in, const Tensor& k_in, const Tensor&
     Generator& gr = gen ? *gen : default_generator();
     st.d.on = true;
     st.d.seed = gr.seed();
-    st.d.offset = gr.reserve(uint64_t(g.B * g.NH * g.Tq * g.Tk));
+    st.d.offset = gr.reserve_batch(uint64_t(g.B * g.NH * g.Tq * g.Tk), 4);   // 4 elements a counter
     // philox_uniform = (word >> 8) / 2^24 >= p  <=>  (word >> 8) >= ceil(p * 2^24), as attn::dropout.
     st.d.threshold = uint32_t(std::ceil(p * 16777216.0));
     st.d.scale = p >= 1 ? 0.f : 1.f / float(1.0 - p);

@@ -58,10 +58,14 @@ std::vector<double> param_or(const Tensor& t, int64_t C, double fill) {
   return t.defined() ? t.detach().to_vector<double>() : std::vector<double>(size_t(C), fill);
 }
 
+thread_local BatchNormSync t_sync;
+
 struct BatchNormNode : autograd::Node {
   Tensor x;                          // (N, C, S) contiguous, detached
   std::vector<double> mean, invstd, w;
   BnGeo g;
+  BatchNormSync sync;                // synchronized: the sums over processes
+  double total = 0;                  // synchronized: the combined batch's count per channel
   bool training = true, has_weight = false, has_bias = false;
   Shape x_shape;
   const char* name() const override { return "batch_norm"; }
@@ -70,6 +74,23 @@ struct BatchNormNode : autograd::Node {
     const bool want_x = next[0].fn || next[0].leaf;
     Tensor dx = want_x ? Tensor::empty(x_shape, x.dtype()) : Tensor();
     std::vector<double> sg(size_t(g.C), 0.0), sgx(size_t(g.C), 0.0);
+    // Synchronized: dx needs the per-channel sums over the combined batch, computed first.
+    std::vector<double> all;
+    if (sync && training) {
+      all.assign(size_t(2 * g.C), 0.0);
+      ATTN_DISPATCH_FLOAT(x.dtype(), "batch_norm", [&] {
+        const T* xp = x.data<T>();
+        const T* gp = dout.data<T>();
+        parallel_for(0, g.C, 1, [&](int64_t c0, int64_t c1) {
+          for (int64_t c = c0; c < c1; ++c)
+            for (int64_t n = 0; n < g.N; ++n) {
+              const int64_t off = (n * g.C + c) * g.S;
+              row_grad_sums<T>(gp + off, xp + off, g.S, mean[size_t(c)], all[size_t(c)], all[size_t(g.C + c)]);
+            }
+        });
+      });
+      sync(all.data(), int64_t(all.size()));
+    }
     ATTN_DISPATCH_FLOAT(x.dtype(), "batch_norm", [&] {
       const T* xp = x.data<T>();
       const T* gp = dout.data<T>();
@@ -89,10 +110,11 @@ struct BatchNormNode : autograd::Node {
           const double k = w[size_t(c)] * is;
           double a = k, b = 0, cc = 0;
           if (training) {
-            const double M = double(g.count());
-            const double c2 = k * is * is * s_gx / M;
+            const double M = all.empty() ? double(g.count()) : total;
+            const double S_g = all.empty() ? s_g : all[size_t(c)], S_gx = all.empty() ? s_gx : all[size_t(g.C + c)];
+            const double c2 = k * is * is * S_gx / M;
             b = -c2;
-            cc = -k * s_g / M + m * c2;
+            cc = -k * S_g / M + m * c2;
           }
           const T ta = T(a), tb = T(b), tc = T(cc);
           for (int64_t n = 0; n < g.N; ++n) {
@@ -135,6 +157,9 @@ void check_param(const Tensor& t, const char* what, int64_t C, DType dt, bool sa
 
 }  // namespace
 
+void set_batch_norm_sync(BatchNormSync sum) { t_sync = std::move(sum); }
+const BatchNormSync& batch_norm_sync() { return t_sync; }
+
 Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, const Tensor& weight, const Tensor& bias,
                   bool training, double momentum, double eps) {
   ATTN_CHECK(x.defined(), "batch_norm: expected a defined input");
@@ -160,6 +185,34 @@ Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, cons
   std::vector<double> mean(size_t(g.C)), var(size_t(g.C)), invstd(size_t(g.C));
   const std::vector<double> w = param_or(weight, g.C, 1.0), b = param_or(bias, g.C, 0.0);
   Tensor out = Tensor::empty(x.shape(), x.dtype());
+  // Synchronized: the mean and the variance of the combined batch, in two sums over the processes
+  // (per-channel sums and the count, then squared deviations from the combined mean).
+  const BatchNormSync sync = training ? t_sync : BatchNormSync();
+  double total = double(g.count());
+  if (sync) {
+    std::vector<double> s(size_t(g.C + 1), 0.0);
+    ATTN_DISPATCH_FLOAT(x.dtype(), "batch_norm", [&] {
+      const T* xp = xc.data<T>();
+      parallel_for(0, g.C, 1, [&](int64_t c0, int64_t c1) {
+        for (int64_t c = c0; c < c1; ++c)
+          for (int64_t n = 0; n < g.N; ++n) row_sum<T>(xp + (n * g.C + c) * g.S, g.S, s[size_t(c)]);
+      });
+    });
+    s[size_t(g.C)] = total;
+    sync(s.data(), int64_t(s.size()));
+    total = s[size_t(g.C)];
+    std::vector<double> q(size_t(g.C), 0.0);
+    for (int64_t c = 0; c < g.C; ++c) mean[size_t(c)] = s[size_t(c)] / total;
+    ATTN_DISPATCH_FLOAT(x.dtype(), "batch_norm", [&] {
+      const T* xp = xc.data<T>();
+      parallel_for(0, g.C, 1, [&](int64_t c0, int64_t c1) {
+        for (int64_t c = c0; c < c1; ++c)
+          for (int64_t n = 0; n < g.N; ++n) row_sq_dev<T>(xp + (n * g.C + c) * g.S, g.S, mean[size_t(c)], q[size_t(c)]);
+      });
+    });
+    sync(q.data(), g.C);
+    for (int64_t c = 0; c < g.C; ++c) var[size_t(c)] = q[size_t(c)] / total;
+  }
   ATTN_DISPATCH_FLOAT(x.dtype(), "batch_norm", [&] {
     const T* xp = xc.data<T>();
     T* yp = out.data<T>();
@@ -168,7 +221,10 @@ Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, cons
     parallel_for(0, g.C, 1, [&](int64_t c0, int64_t c1) {
       for (int64_t c = c0; c < c1; ++c) {
         double m, v;
-        if (training) {
+        if (sync) {
+          m = mean[size_t(c)];
+          v = var[size_t(c)];
+        } else if (training) {
           double s = 0;
           for (int64_t n = 0; n < g.N; ++n) row_sum<T>(xp + (n * g.C + c) * g.S, g.S, s);
           m = s / double(g.count());
@@ -192,7 +248,7 @@ Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, cons
   });
   if (training && running_mean.defined()) {
     std::vector<double> rm = running_mean.detach().to_vector<double>(), rv = running_var.detach().to_vector<double>();
-    const double unbias = double(g.count()) / double(g.count() - 1);
+    const double unbias = total / (total - 1);
     for (int64_t c = 0; c < g.C; ++c) {
       rm[size_t(c)] = (1 - momentum) * rm[size_t(c)] + momentum * mean[size_t(c)];
       rv[size_t(c)] = (1 - momentum) * rv[size_t(c)] + momentum * var[size_t(c)] * unbias;
@@ -207,6 +263,8 @@ Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, cons
     auto n = std::make_shared<BatchNormNode>();
     n->x = xc; n->mean = mean; n->invstd = invstd; n->w = w; n->g = g; n->training = training;
     n->has_weight = weight.defined(); n->has_bias = bias.defined(); n->x_shape = x.shape();
+    n->sync = sync;
+    n->total = total;
     autograd::attach(out, n, ins);
   }
   return out;

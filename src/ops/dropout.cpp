@@ -89,7 +89,7 @@ Tensor draw_masked(const char* op, const Tensor& x, double p, Generator& g, bool
   ATTN_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::f64, op, ": expected a f32 or f64 tensor, got ",
              dtype_name(x.dtype()));
   seed = g.seed();
-  offset = g.reserve(uint64_t(x.numel()));
+  offset = g.reserve_batch(uint64_t(x.numel()), 4);   // x's leading dim is the batch; 4 elements a counter
   return masked_scale(x.detach(), seed, offset, p, relu);
 }
 

@@ -14,6 +14,7 @@
 #include "attn/core/rng.h"
 #include "attn/io/checkpoint.h"
 #include "attn/io/safetensors.h"
+#include "attn/ops/batch_norm.h"
 #include "attn/ops/elementwise.h"
 #include "attn/optim/adam.h"
 #include "attn/optim/clip.h"
@@ -143,6 +144,7 @@ std::vector<Task::Setting> common_settings(const TrainConfig& c, int64_t epochs,
   s.push_back({"--clip-grad", c.clip_grad, false});
   s.push_back({"--ema-decay", c.ema_decay, false});
   if (c.grad_accum != 1) s.push_back({"--grad-accum", c.grad_accum, true});
+  if (c.sync_batch_norm) s.push_back({"--sync-bn", true, false});
   return s;
 }
 
@@ -230,6 +232,12 @@ class Run {
   Run(TrainConfig cfg, const std::vector<std::function<void(nn::Module&)>>& grad_hooks,
       const std::vector<std::function<void(const StepInfo&)>>& step_callbacks)
       : cfg_(std::move(cfg)), grad_hooks_(grad_hooks), step_callbacks_(step_callbacks) {}
+  ~Run() {
+    if (shard_.world > 1) {   // the process-wide settings of a data-parallel run end with it
+      default_generator().set_batch_shard(0, 1);
+      set_batch_norm_sync({});
+    }
+  }
 
   TrainResult run();
 
@@ -247,6 +255,7 @@ class Run {
   void check_same_config();
   void check_same_parameters();
   bool writer() const { return shard_.rank == 0; }
+  nlohmann::json parallel_fields() const;
 
   TrainConfig cfg_;
   const std::vector<std::function<void(nn::Module&)>>& grad_hooks_;
@@ -281,7 +290,7 @@ nlohmann::json parallel_fingerprint(const TrainConfig& c) {
           {"lr", opt(c.lr)}, {"min_lr", opt(c.min_lr)}, {"weight_decay", opt(c.weight_decay)}, {"beta2", opt(c.beta2)},
           {"eps", opt(c.eps)}, {"warmup_epochs", opt(c.warmup_epochs)}, {"warmup_steps", opt(c.warmup_steps)},
           {"schedule", opt(c.schedule)}, {"clip_grad", c.clip_grad}, {"label_smoothing", c.label_smoothing},
-          {"ema_decay", c.ema_decay}, {"grad_accum", c.grad_accum}, {"seed", c.seed}, {"out", opt(c.out)},
+          {"ema_decay", c.ema_decay}, {"grad_accum", c.grad_accum}, {"sync_bn", c.sync_batch_norm}, {"seed", c.seed}, {"out", opt(c.out)},
           {"checkpoint_every", c.checkpoint_every}, {"eval_every", c.eval_every}, {"resume", c.resume},
           {"limit_train", c.limit_train}, {"stop_after", c.stop_after},
           {"image", {{"data_dir", c.image.data_dir}, {"batch", c.image.batch}, {"limit_eval", c.image.limit_eval},
@@ -338,6 +347,17 @@ void Run::check_same_parameters() {
   for (size_t r = 1; r < all.size(); ++r)
     ATTN_CHECK(all[r] == all[0], "train: the parameters of rank ", r, " differ from rank 0's after step ", step_,
                " (checksums ", all[r], " vs ", all[0], "): the ranks no longer train the same model; stopped");
+}
+
+// What a data-parallel run records in log.jsonl and metrics.json: ranks, batches, transport.
+nlohmann::json Run::parallel_fields() const {
+  const bool tokens = !settings_json_.contains("--batch");
+  const int64_t batch = settings_json_.value(tokens ? "--max-tokens" : "--batch", int64_t(0));
+  return {{"world_size", shard_.world},
+          {tokens ? "max_tokens_per_rank" : "batch_per_rank", batch},
+          {tokens ? "max_tokens_combined" : "batch_combined", batch * shard_.world},
+          {"transport", shard_.comm->transport()},
+          {"comm_exposed_seconds", exposed_seconds_}};
 }
 
 void Run::setup_parallel() {
@@ -435,6 +455,14 @@ void Run::setup() {
       if (p.requires_grad()) params.push_back(p);
     reducer_ = std::make_unique<dist::GradReducer>(*shard_.comm, params);
     check_same_parameters();
+    // Dropout, drop-path and attention dropout draw each example's counters as in one process at the
+    // combined batch (ops/dropout.h), where the ranks' parts have equal shapes (images); the ranks
+    // never share counters. Batch norm: the combined batch's statistics with --sync-bn.
+    default_generator().set_batch_shard(shard_.rank, shard_.world);
+    if (cfg_.sync_batch_norm) {
+      dist::Communicator* comm = shard_.comm;
+      set_batch_norm_sync([comm](double* v, int64_t n) { comm->allreduce_sum(v, n); });
+    }
     if (!cfg_.quiet) {
       const int64_t batch = settings_json_.value("--batch", settings_json_.value("--max-tokens", int64_t(0)));
       std::fprintf(stderr, "data-parallel: %d ranks x %s %lld = %lld per step; gradients all-reduced in %lld buckets (%.1f MB); %s\n",
@@ -521,6 +549,11 @@ void Run::train_step() {
   if (reducer_) {
     reducer_->finish();
     exposed_seconds_ += reducer_->stats().exposed_seconds;
+    // Ranks whose parts differ in shape (padded text) advance the generator by different amounts:
+    // all continue from the furthest, so every rank holds the state a checkpoint saves (rank 0's).
+    uint64_t offset = default_generator().offset();
+    shard_.comm->allreduce_max(&offset, 1);
+    default_generator().set_state(default_generator().seed(), offset);
   }
   for (const auto& hook : grad_hooks_) hook(*task_->model());
   if (cfg_.clip_grad > 0) optim::clip_grad_norm_(task_->model()->parameters(), cfg_.clip_grad);
@@ -554,10 +587,7 @@ void Run::evaluate_window() {
   const std::string unit = task_->unit();
   rec[unit == "img" ? "images_per_second" : unit == "seq" ? "sequences_per_second" : "tokens_per_second"] =
       double(items_) / secs;
-  if (shard_.world > 1) {
-    rec["world_size"] = shard_.world;
-    rec["comm_exposed_seconds"] = exposed_seconds_;
-  }
+  if (shard_.world > 1) rec.update(parallel_fields());
   history_.push_back(rec);
   if (writer()) {
     std::ofstream f(res_.log, std::ios::app);
@@ -600,12 +630,9 @@ TrainResult Run::run() {
   if (cfg_.grad_accum > 1) m["grad_accum"] = cfg_.grad_accum;
   m["world_size"] = shard_.world;
   if (shard_.world > 1) {
-    const int64_t batch = settings_json_.value("--batch", settings_json_.value("--max-tokens", int64_t(0)));
-    m[settings_json_.contains("--batch") ? "batch_per_rank" : "max_tokens_per_rank"] = batch;
-    m[settings_json_.contains("--batch") ? "batch_combined" : "max_tokens_combined"] = batch * shard_.world;
-    m["transport"] = shard_.comm->transport();
+    m.update(parallel_fields());
+    m["sync_batch_norm"] = cfg_.sync_batch_norm;
     m["gradient_buckets"] = reducer_->num_buckets();
-    m["comm_exposed_seconds"] = exposed_seconds_;
     m["comm_exposed_fraction"] = res_.train_seconds > 0 ? exposed_seconds_ / res_.train_seconds : 0.0;
   }
   res_.metrics = m;

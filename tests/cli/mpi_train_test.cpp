@@ -3,17 +3,20 @@
 // killed mid-run; ranks started with different settings; a resume under another rank count.
 //
 // Equal losses: the ranks' parts of a step are the one-process batch (same examples, same
-// augmentation draws, same masking), each rank's loss is weighted by its share of the step's items
+// augmentation, dropout and masking draws), each rank's loss is weighted by its share of the step's items
 // and the gradients are summed, so the step is the one-process step up to the order of summation:
 // a weight gradient is summed over 2B examples in one GEMM in one process, as two sums of B added by
 // the all-reduce in two. That changes float32 results by a few ulps per step, which AdamW's update
 // carries on (its step is lr * m / sqrt(v): relative errors of the gradient stay relative errors of
-// the step). Measured over 20 steps: losses within 9e-8 relative, parameters within 2.1e-6 (ViT,
-// Transformer, BERT). Bound: losses within 1e-5 relative and parameters within 2e-4 (weights of order
-// 0.02 .. 1 at lr 1e-3), about a hundred times that, and far below what one wrong example in a step
-// moves (a shard off by one, or a dropout draw, gives loss differences of 1e-3 .. 1e-2).
+// the step). Measured over 10-20 steps: losses within 1.1e-7 relative, parameters within 2.1e-6
+// (ViT, CNN with synchronized batch norm, Transformer, BERT). Bound: losses within 1e-5 relative and
+// parameters within 2e-4 (weights of order 0.02 .. 1 at lr 1e-3), about a hundred times that, and far
+// below what one wrong example in a step moves (a shard off by one, or a dropout draw, gives loss
+// differences of 1e-3 .. 1e-2).
 //
-// The models train with dropout and drop-path off: those draw from each rank's own generator.
+// The ViT trains with dropout, attention dropout and drop-path: their draws are keyed by the example's
+// place in the combined batch. The text models train with dropout off: their ranks' parts are padded
+// to different lengths, so their dropout draws are not the one-process ones.
 // Skipped when attn was built without MPI or mpirun is not installed, and in sanitizer builds.
 #include <signal.h>
 #include <sys/wait.h>
@@ -36,6 +39,7 @@
 #include "attn_cli.h"
 #include "bert_vocab.h"
 #include "files.h"
+#include "train_checks.h"
 
 using namespace attn;
 namespace fs = std::filesystem;
@@ -139,7 +143,8 @@ void expect_same_run(const std::string& one, const std::string& two, const std::
 }
 
 const std::vector<std::string> kVit = {
-    "train", "--model", "vit", "--model-config", R"({"dim":32,"depth":2,"heads":2,"patch_size":7,"drop_path":0.0})",
+    "train", "--model", "vit", "--model-config",
+    R"({"dim":32,"depth":2,"heads":2,"patch_size":7,"drop_path":0.1,"drop":0.1,"attn_drop":0.1})",
     "--augment", "--limit-train", "2048", "--limit-eval", "64", "--max-steps", "20", "--eval-every", "1",
     "--threads", "1", "--seed", "3", "--lr", "1e-3"};
 
@@ -165,6 +170,29 @@ TEST(MpiTrain, VitTwoRanksEqualOneProcessSharedMemory) {
 TEST(MpiTrain, VitTwoRanksEqualOneProcessTcpLoopback) {
   ATTN_NEED_MPI();
   vit_case(Transport::tcp, "vit_tcp");
+}
+
+// A CNN with batch norm: --sync-bn normalises with the combined batch's statistics (as PyTorch's
+// SyncBatchNorm), so 2 ranks equal 1 process; without it each rank normalises with its own part's, and
+// the losses differ from the first step.
+TEST(MpiTrain, SyncBatchNormTwoRanksEqualOneProcess) {
+  ATTN_NEED_MPI();
+  const std::string dir = test::fresh_tmp_dir("attn_mpi", "syncbn");
+  const std::vector<std::string> args = {
+      "train", "--model", "resnet_fmnist", "--model-config",
+      R"({"blocks":[1,1],"widths":[8,16],"stem_channels":8})", "--limit-train", "1024", "--limit-eval", "64",
+      "--max-steps", "10", "--eval-every", "1", "--threads", "1", "--seed", "4"};
+  const test::CliRun one = test::run_attn(dir, with(args, {"--batch", "32", "--out", dir + "/one"}));
+  ASSERT_EQ(one.code, 0) << one.err;
+  const test::CliRun two = mpirun(dir, 2, Transport::shared_memory, with(args, {"--batch", "16", "--sync-bn", "--out", dir + "/two"}));
+  ASSERT_EQ(two.code, 0) << two.err << two.out;
+  expect_same_run(dir + "/one", dir + "/two", "train_loss");
+  const test::CliRun own = mpirun(dir, 2, Transport::shared_memory, with(args, {"--batch", "16", "--out", dir + "/own"}));
+  ASSERT_EQ(own.code, 0) << own.err << own.out;
+  const double a = read_log(dir + "/one/log.jsonl")[0].at("train_loss").get<double>();
+  const double b = read_log(dir + "/own/log.jsonl")[0].at("train_loss").get<double>();
+  EXPECT_GT(std::fabs(a - b), 1e-4 * std::fabs(a)) << "per-rank statistics should give another first loss";
+  fs::remove_all(dir);
 }
 
 // Translation: batches by target tokens, each rank's loss weighted by its share of the step's tokens.
@@ -244,7 +272,7 @@ TEST(MpiTrain, ResumeUnderAnotherRankCountIsRefused) {
 }
 
 // A rank SIGKILLed mid-run: mpirun ends the others within 60 s and names the lost rank; the last
-// checkpoint is whole and the run resumes under the same count to the end.
+// checkpoint is whole, and the run resumes under the same count to the end of an uninterrupted run.
 TEST(MpiTrain, KilledRankStopsTheRunAndItResumes) {
   ATTN_NEED_MPI();
   const std::string dir = test::fresh_tmp_dir("attn_mpi", "kill");
@@ -321,6 +349,15 @@ TEST(MpiTrain, KilledRankStopsTheRunAndItResumes) {
   const nlohmann::json m = nlohmann::json::parse(test::slurp(out + "/metrics.json"));
   EXPECT_EQ(m.at("steps").get<int64_t>(), 60);
   EXPECT_EQ(m.at("world_size").get<int>(), 2);
+  // It ends where an uninterrupted run under 2 ranks ends, bit for bit: weights, optimizer state, losses.
+  std::vector<std::string> ref_args = args;
+  ref_args.back() = dir + "/ref";
+  const test::CliRun u = mpirun(dir, 2, Transport::shared_memory, ref_args);
+  ASSERT_EQ(u.code, 0) << u.err << u.out;
+  EXPECT_TRUE(test::same_checkpoint(out + "/checkpoint.safetensors", dir + "/ref/checkpoint.safetensors"));
+  const auto a = read_log(out + "/log.jsonl"), b = read_log(dir + "/ref/log.jsonl");
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].at("train_loss"), b[i].at("train_loss")) << "record " << i;
   fs::remove_all(dir);
 }
 

@@ -21,6 +21,7 @@ class TwinRanks final : public dist::Communicator {
   std::string transport() const override { return "test"; }
   void allreduce_sum(float* d, int64_t n) override { for (int64_t i = 0; i < n; ++i) d[i] *= 2; }
   void allreduce_sum(double* d, int64_t n) override { for (int64_t i = 0; i < n; ++i) d[i] *= 2; }
+  void allreduce_max(uint64_t*, int64_t) override {}
   std::unique_ptr<dist::Request> iallreduce_sum(float* d, int64_t n) override {
     allreduce_sum(d, n);
     launches.push_back({n, in_backward});
@@ -59,15 +60,29 @@ std::vector<std::vector<float>> grads_of(const std::vector<Tensor>& ps) {
   return g;
 }
 
+// The one-process gradients of net.loss(x) for ps (empty where none), then the gradients dropped.
+std::vector<std::vector<float>> reference_grads(const Net& net, const std::vector<Tensor>& ps, const Tensor& x) {
+  net.loss(x).backward();
+  const auto want = grads_of(ps);
+  for (Tensor p : ps) p.zero_grad();
+  return want;
+}
+
+// One armed backward pass through the reducer, the stand-in communicator told when it runs.
+void reduced_backward(const Net& net, const Tensor& x, dist::GradReducer& r, TwinRanks& comm) {
+  r.arm();
+  comm.in_backward = true;
+  net.loss(x).backward();
+  comm.in_backward = false;
+  r.finish();
+}
+
 TEST(GradReducer, SumsOverRanksInBucketsStartedDuringBackward) {
   manual_seed(1);
   Net net;
   const std::vector<Tensor> ps = net.params();
   const Tensor x = Tensor::randn({8, 16});
-  net.loss(x).backward();
-  const auto want = grads_of(ps);
-  for (Tensor p : ps) p.zero_grad();
-
+  const auto want = reference_grads(net, ps, x);
   TwinRanks comm;
   // Small buckets: several of them for these 3.2 K parameters.
   dist::GradReducer r(comm, ps, {.first_bucket_bytes = 512, .bucket_bytes = 4096});
@@ -75,11 +90,7 @@ TEST(GradReducer, SumsOverRanksInBucketsStartedDuringBackward) {
   EXPECT_EQ(r.numel(), 16 * 32 + 32 + 32 * 32 + 32 + 32 * 8 + 8 + 4 * 4 + 4);
   for (int step = 0; step < 2; ++step) {   // twice: the slots are reused after zero_grad
     comm.launches.clear();
-    r.arm();
-    comm.in_backward = true;
-    net.loss(x).backward();
-    comm.in_backward = false;
-    r.finish();
+    reduced_backward(net, x, r, comm);
     ASSERT_EQ(int64_t(comm.launches.size()), r.num_buckets());
     int early = 0;
     for (const auto& l : comm.launches) early += l.during_backward;
@@ -105,18 +116,10 @@ TEST(GradReducer, BucketsStartDuringBackwardAndGradientsLandInTheirSlots) {
   std::vector<Tensor> ps = net.params();
   ps.resize(ps.size() - 2);   // without the unused layer
   const Tensor x = Tensor::randn({8, 16});
-  net.loss(x).backward();
-  const auto want = grads_of(ps);
-  for (Tensor p : ps) p.zero_grad();
-
+  const auto want = reference_grads(net, ps, x);
   TwinRanks comm;
   dist::GradReducer r(comm, ps, {.first_bucket_bytes = 512, .bucket_bytes = 4096});
-  r.arm();
-  comm.in_backward = true;
-  net.loss(x).backward();
-  comm.in_backward = false;
-  // Before finish(): the gradients made so far sit in the reducer's buffers (their slots).
-  r.finish();
+  reduced_backward(net, x, r, comm);
   int early = 0;
   for (const auto& l : comm.launches) early += l.during_backward;
   EXPECT_GE(early, r.num_buckets() - 1) << "all but the last bucket start while backward still runs";

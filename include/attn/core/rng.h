@@ -29,6 +29,22 @@ class Generator {
   void set_state(uint64_t seed, uint64_t offset) { seed_ = seed; offset_ = offset; }
   // Reserves n consecutive counters and returns the first.
   uint64_t reserve(uint64_t n) { uint64_t o = offset_; offset_ += n; return o; }
+  // Data parallelism: this process holds part `rank` of `parts` equal parts (along the leading,
+  // batch dim) of every batch. reserve_batch(n, k), for a draw over this process's part of n
+  // elements that takes element i from counter first + i / k (k = 4: dropout's layout, a philox4x32
+  // call per 4 elements; k = 1: one counter per element), reserves the whole batch's n * parts and
+  // returns the first counter of this part: so each example draws what it draws in one process at the
+  // combined batch (exactly when k divides n), and the parts never share counters. (0, 1), the
+  // default: reserve_batch(n, k) is reserve(n).
+  void set_batch_shard(int64_t rank, int64_t parts) {
+    shard_rank_ = uint64_t(rank);
+    shard_parts_ = uint64_t(parts);
+  }
+  uint64_t reserve_batch(uint64_t n, uint64_t k = 1) {
+    const uint64_t o = offset_ + shard_rank_ * ((n + k - 1) / k);
+    offset_ += n * shard_parts_;
+    return o;
+  }
   double uniform();            // one U[0,1) draw (53 bits)
   double normal();             // one N(0,1) draw
   uint64_t next_u64();
@@ -37,6 +53,7 @@ class Generator {
  private:
   uint64_t seed_ = 0;
   uint64_t offset_ = 0;
+  uint64_t shard_rank_ = 0, shard_parts_ = 1;
 };
 
 Generator& default_generator();
@@ -47,6 +64,8 @@ Tensor uniform(const Shape& shape, double lo, double hi, Generator& g, DType dty
 Tensor randn(const Shape& shape, Generator& g, DType dtype = DType::f32);
 Tensor normal(const Shape& shape, double mean, double std, Generator& g, DType dtype = DType::f32);
 Tensor bernoulli(const Shape& shape, double p, Generator& g, DType dtype = DType::f32);  // 1 with prob p
+// bernoulli over a batch-leading shape, its counters from g.reserve_batch (per example, see above).
+Tensor bernoulli_batch(const Shape& shape, double p, Generator& g, DType dtype = DType::f32);
 Tensor randperm(int64_t n, Generator& g);                                                // i64
 // Truncated normal as timm's trunc_normal_: N(mean, std) restricted to [a, b] (absolute bounds),
 // by inverse-CDF sampling.

@@ -39,6 +39,8 @@ class Communicator {
   virtual void allreduce_sum(float* data, int64_t n) = 0;
   virtual void allreduce_sum(double* data, int64_t n) = 0;
   virtual std::unique_ptr<Request> iallreduce_sum(float* data, int64_t n) = 0;
+  // In-place maximum over all ranks.
+  virtual void allreduce_max(uint64_t* data, int64_t n) = 0;
   // Every rank's string, indexed by rank.
   virtual std::vector<std::string> allgather(const std::string& mine) = 0;
   virtual void barrier() = 0;
@@ -62,6 +64,7 @@ class SingleProcess final : public Communicator {
   void allreduce_sum(float*, int64_t) override {}
   void allreduce_sum(double*, int64_t) override {}
   std::unique_ptr<Request> iallreduce_sum(float*, int64_t) override;
+  void allreduce_max(uint64_t*, int64_t) override {}
   std::vector<std::string> allgather(const std::string& mine) override { return {mine}; }
   void barrier() override {}
   [[noreturn]] void abort(int code) override;

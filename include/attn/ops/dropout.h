@@ -1,5 +1,7 @@
 // Dropout, counter-based: element i of x (row-major) is kept iff
-// philox_uniform(seed, offset, i) >= p, where (seed, offset) = (g.seed(), g.reserve(numel)).
+// philox_uniform(seed, offset, i) >= p, where (seed, offset) = (g.seed(), g.reserve_batch(numel)):
+// g.reserve(numel) in one process; in a data-parallel one, this process's part of the combined
+// batch's counters (Generator::set_batch_shard), so an example draws what it would in one process.
 // Kept elements are scaled by 1/(1-p). The mask depends only on the generator state, never on the
 // thread count, and backward reuses it (it keeps (seed, offset), not the mask).
 //

@@ -144,6 +144,9 @@ struct TrainConfig {
   double label_smoothing = 0.1;
   double ema_decay = 0.0;            // > 0: keep an EMA of the weights (timm's ModelEmaV2), e.g. 0.9998
   int64_t grad_accum = 1;            // micro-batches per optimizer step (their gradients summed, each loss / N)
+  // Data-parallel runs (mpirun): batch norm with the combined batch's statistics, as PyTorch's
+  // SyncBatchNorm (ops/batch_norm.h); false: each rank's own part's. No effect in one process.
+  bool sync_batch_norm = false;
   Precision precision = Precision::f32;
   uint64_t seed = 0;
   std::optional<std::string> out;    // output directory (image: runs/default; translation: runs/<model>)
