@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
     std::vector<Tensor> params;
     for (const Tensor& p : m->parameters())
       if (p.requires_grad()) params.push_back(p);
-    dist::GradReducer reducer(w, params);
+    dist::GradReducer reducer(w, params, {.rebuild = false});   // no backward here to order the buckets
     const int64_t n = reducer.numel();
     // Gradients in their slots: the backward of the sum of every parameter (all ones).
     {

@@ -7,10 +7,11 @@
 #
 #   bash bench/mpi_train.sh BUILD_DIR [--steps N]
 #
-# For each model: items per second of each run (metrics.json), the communication not hidden behind
-# the backward pass (comm_exposed_fraction: time spent waiting for all-reduces after the backward, per
-# step), and how much of the all-reduce was hidden: 1 - exposed / (a blocking all-reduce of the
-# model's gradient bytes, measured here with allreduce_bench --model). Writes JSON lines to
+# For each model: items per second of each run (metrics.json); the share of the step rank 0 waited
+# after its backward (comm_wait_fraction: the communication left plus waiting for the slower rank);
+# the communication not hidden behind the backward (comm_exposed_fraction: per step, the wait of the
+# rank whose backward ended last); and how much of the all-reduce was hidden: 1 - exposed / (a
+# blocking all-reduce of the model's gradient bytes, measured here with allreduce_bench --model). Writes JSON lines to
 # $WORK/mpi_train.jsonl (WORK defaults to a temp dir) and prints a table.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -60,6 +61,7 @@ rec = {"bench": "mpi_train", "model": name, "unit": key, "steps": one["steps"],
        "exposed_fraction_shm": shm["comm_exposed_fraction"], "exposed_fraction_tcp": tcp["comm_exposed_fraction"],
        "exposed_seconds_per_step_shm": shm["comm_exposed_seconds"] / shm["steps"],
        "exposed_seconds_per_step_tcp": tcp["comm_exposed_seconds"] / tcp["steps"],
+       "wait_fraction_shm": shm["comm_wait_fraction"], "wait_fraction_tcp": tcp["comm_wait_fraction"],
        "gradient_floats": None, "transport_shm": shm["transport"], "transport_tcp": tcp["transport"]}
 open(out, "a").write(json.dumps(rec) + "\n")
 PY
@@ -87,7 +89,7 @@ print("\nall-reduce of ViT-B/16's gradients, 2 ranks")
 for a in ar:
     print(f"  {a['transport']}: bare {a['bare_ms']:.1f} ms, attn {a['attn_ms']:.1f} ms ({a['buckets']} buckets) "
           f"= {100 * a['speed_ratio']:.0f}% of the bare call (target >= 90%: {'met' if a['speed_ratio'] >= 0.9 else 'not met'})")
-print("\nmodel        unit                 1p x 2t   2r x 1t shm (x)   2r x 1t tcp (x)   exposed shm / tcp   hidden shm / tcp")
+print("\nmodel        unit                 1p x 2t   2r x 1t shm (x)   2r x 1t tcp (x)   wait shm / tcp   exposed shm / tcp   hidden shm / tcp")
 final = []
 for r in recs:
     blk = {a["transport"]: a["bare_ms"] / 1e3 for a in lines(f"{work}/allreduce_{r['model']}.jsonl")}
@@ -100,7 +102,8 @@ for r in recs:
     f = lambda x: "-" if x is None else f"{100 * x:.0f}%"
     print(f"{r['model']:<12} {r['unit']:<20} {r['one_process']:8.1f}   {r['two_ranks_shm']:8.1f} ({r['two_ranks_shm'] / r['one_process']:.2f})"
           f"   {r['two_ranks_tcp']:8.1f} ({r['two_ranks_tcp'] / r['one_process']:.2f})"
-          f"   {f(r['exposed_fraction_shm'])} / {f(r['exposed_fraction_tcp'])}        {f(r['hidden_shm'])} / {f(r['hidden_tcp'])}")
+          f"   {f(r['wait_fraction_shm'])} / {f(r['wait_fraction_tcp'])}      {f(r['exposed_fraction_shm'])} / {f(r['exposed_fraction_tcp'])}"
+          f"        {f(r['hidden_shm'])} / {f(r['hidden_tcp'])}")
     final.append(r)
 with open(out, "w") as fh:
     for r in final: fh.write(json.dumps(r) + "\n")

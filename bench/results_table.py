@@ -348,9 +348,10 @@ BENCHMARKS = [
     Bench("mpi_train", "speed", "Data-parallel training on one machine",
           "2 ranks × 1 thread (`mpirun -np 2 --bind-to none attn train ... --threads 1`) against 1 process × 2 "
           "threads at the same combined batch (vit_fmnist: 2 × 64 images; the Transformer on bible-en-es: 2 × 2,048 "
-          "target tokens), training items per second; the note gives the share of the step spent waiting for "
-          "all-reduces after the backward (not hidden) and how much of a blocking all-reduce of the same gradients "
-          "that hides.",
+          "target tokens), training items per second; the note gives the share of the step rank 0 waited after "
+          "its backward (the all-reduce left, plus waiting for the slower rank), the share not hidden (the wait of "
+          "the rank whose backward ended last) and how much of a blocking all-reduce of the same gradients "
+          "was hidden.",
           {c: NO_TARGET for c in ("vit_fmnist, shared memory", "vit_fmnist, TCP on the loopback",
                                   "transformer, shared memory", "transformer, TCP on the loopback")},
           peer_label="1 process × 2 threads"),
@@ -627,8 +628,8 @@ def normalise(path, detail=False):
                 hidden = j.get(f"hidden_{key}")
                 rec("speed", "mpi_train", f"{j['model']}, {where}", unit, j[f"two_ranks_{key}"], None,
                     peers={"1 process × 2 threads": sig(j["one_process"])},
-                    note=f"{j['steps']} steps; waiting for all-reduces after the backward: "
-                         f"{100 * j[f'exposed_fraction_{key}']:.1f}% of the step"
+                    note=f"{j['steps']} steps; rank 0 waited {100 * j.get(f'wait_fraction_{key}', 0):.1f}% of the step "
+                         f"after its backward, communication not hidden {100 * j[f'exposed_fraction_{key}']:.1f}%"
                          + ("" if hidden is None else f"; {100 * hidden:.0f}% of a blocking all-reduce hidden"))
         elif b == "swin_infer":
             swin_records(j, rec)

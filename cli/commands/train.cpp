@@ -240,7 +240,8 @@ void add_train(CLI::App& app) {
     if (text && c->count("--max-length")) f->cfg.text.max_length = f->cfg.translation.max_length;
     // BERT fine-tuning from scratch without --model: bert-mini (the default model is an image classifier).
     if (text && c->count("--model") == 0 && f->cfg.init.empty()) f->cfg.model = "bert-mini";
-    print_result(train::train(f->cfg));
+    const train::TrainResult r = train::train(f->cfg);
+    if (dist::world().rank() == 0) print_result(r);   // under mpirun: once, by the rank that wrote the files
   });
 }
 

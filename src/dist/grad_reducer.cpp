@@ -2,6 +2,7 @@
 #include "attn/dist/grad_reducer.h"
 
 #include <chrono>
+#include <string>
 
 #include "attn/autograd/hooks.h"
 #include "attn/core/error.h"
@@ -14,26 +15,38 @@ GradReducer::GradReducer(Communicator& comm, std::vector<Tensor> params, GradRed
   slots_.resize(size_t(n));
   bucket_of_.assign(size_t(n), -1);
   ready_.assign(size_t(n), 0);
-  // Reverse order of registration; a bucket closes once it reaches its size.
-  std::vector<std::vector<int64_t>> groups;
-  std::vector<int64_t> sizes;
-  int64_t bytes = 0;
+  std::vector<int64_t> order;
   for (int64_t i = n - 1; i >= 0; --i) {
     const Tensor& p = params_[size_t(i)];
     ATTN_CHECK(p.dtype() == DType::f32, "GradReducer: expected f32 parameters, got ", dtype_name(p.dtype()),
                " for parameter ", i);
     ATTN_CHECK(!index_.count(p.impl_ptr().get()), "GradReducer: parameter ", i, " is listed twice");
     index_[p.impl_ptr().get()] = i;
+    numel_ += p.numel();
+    order.push_back(i);
+  }
+  build_buckets(order);   // reverse order of registration, until the first step shows the real one
+  stats_.bytes = numel_ * 4;
+}
+
+// Buckets over the parameters in `order`: each closes once it reaches its size; each parameter's
+// first gradient of a pass is made in its slot.
+void GradReducer::build_buckets(const std::vector<int64_t>& order) {
+  std::vector<std::vector<int64_t>> groups;
+  std::vector<int64_t> sizes;
+  int64_t bytes = 0;
+  for (int64_t i : order) {
+    const int64_t numel = params_[size_t(i)].numel();
     if (groups.empty() || bytes >= (groups.size() == 1 ? opt_.first_bucket_bytes : opt_.bucket_bytes)) {
       groups.emplace_back();
       sizes.push_back(0);
       bytes = 0;
     }
     groups.back().push_back(i);
-    sizes.back() += p.numel();
-    bytes += p.numel() * 4;
-    numel_ += p.numel();
+    sizes.back() += numel;
+    bytes += numel * 4;
   }
+  buckets_.clear();
   for (size_t b = 0; b < groups.size(); ++b) {
     Bucket bk;
     bk.flat = Tensor::zeros({sizes[b]}, DType::f32);
@@ -49,7 +62,32 @@ GradReducer::GradReducer(Communicator& comm, std::vector<Tensor> params, GradRed
     buckets_.push_back(std::move(bk));
   }
   stats_.buckets = int64_t(buckets_.size());
-  stats_.bytes = numel_ * 4;
+}
+
+// After the first step: the buckets again, in the order in which that step's gradients became final
+// (rank 0's, so every rank builds the same buckets), the parameters without one last. Registration
+// order is only a guess: a weight used early and late in the forward (a tied embedding, the key and
+// value projections of cross-attention applied to the encoder's output) is final much later than its
+// place says, and it would hold its bucket and every bucket after it until the end of the backward.
+void GradReducer::rebuild_in_ready_order() {
+  std::string mine;
+  for (int64_t i : ready_order_) mine += std::to_string(i) + " ";
+  const std::string first = comm_.allgather(mine)[0];
+  std::vector<int64_t> order;
+  std::vector<char> seen(params_.size(), 0);
+  size_t at = 0;
+  while (at < first.size()) {
+    const size_t sp = first.find(' ', at);
+    const int64_t i = std::stoll(first.substr(at, sp - at));
+    ATTN_CHECK(i >= 0 && i < int64_t(params_.size()) && !seen[size_t(i)], "GradReducer: rank 0's gradient order is not ",
+               "a list of distinct parameters of this model (the ranks train different models?)");
+    seen[size_t(i)] = 1;
+    order.push_back(i);
+    at = sp + 1;
+  }
+  for (int64_t i = int64_t(params_.size()) - 1; i >= 0; --i)
+    if (!seen[size_t(i)]) order.push_back(i);
+  build_buckets(order);
 }
 
 GradReducer::~GradReducer() {
@@ -60,6 +98,8 @@ GradReducer::~GradReducer() {
 }
 
 void GradReducer::arm() {
+  if (opt_.rebuild && opt_.overlap && steps_ == 1 && comm_.size() > 1) rebuild_in_ready_order();
+  ready_order_.clear();
   std::fill(ready_.begin(), ready_.end(), 0);
   for (Bucket& b : buckets_) b.pending = int64_t(b.params.size());
   next_launch_ = 0;
@@ -72,6 +112,7 @@ void GradReducer::on_ready(TensorImpl& leaf) {
   auto it = index_.find(&leaf);
   if (it == index_.end() || ready_[size_t(it->second)]) return;
   ready_[size_t(it->second)] = 1;
+  ready_order_.push_back(it->second);
   --buckets_[size_t(bucket_of_[size_t(it->second)])].pending;
   const int64_t before = next_launch_;
   launch_ready();
@@ -128,6 +169,7 @@ void GradReducer::finish() {
       p.grad = slots_[i].impl_ptr();
     }
   stats_.exposed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ++steps_;
 }
 
 }  // namespace attn::dist

@@ -278,7 +278,10 @@ class Run {
   // Data parallelism (world 1: one process, nothing below is used).
   Shard shard_;
   std::unique_ptr<dist::GradReducer> reducer_;
-  double exposed_seconds_ = 0;   // communication not hidden behind the backward pass, this call
+  // This call's time waiting in GradReducer::finish(), summed over steps: rank 0's own wait (the
+  // communication left after its backward plus any wait for slower ranks), and the shortest wait of
+  // any rank, that of the rank whose backward ended last: the communication not hidden behind it.
+  double wait_seconds_ = 0, exposed_seconds_ = 0;
   int64_t check_every_ = 100;    // steps between parameter checksums across ranks
 };
 
@@ -357,7 +360,8 @@ nlohmann::json Run::parallel_fields() const {
           {tokens ? "max_tokens_per_rank" : "batch_per_rank", batch},
           {tokens ? "max_tokens_combined" : "batch_combined", batch * shard_.world},
           {"transport", shard_.comm->transport()},
-          {"comm_exposed_seconds", exposed_seconds_}};
+          {"comm_exposed_seconds", exposed_seconds_},
+          {"comm_wait_seconds", wait_seconds_}};
 }
 
 void Run::setup_parallel() {
@@ -548,12 +552,15 @@ void Run::train_step() {
   if (accum > 1) step_loss /= double(accum);
   if (reducer_) {
     reducer_->finish();
-    exposed_seconds_ += reducer_->stats().exposed_seconds;
+    const double wait = reducer_->stats().exposed_seconds;
+    wait_seconds_ += wait;
     // Ranks whose parts differ in shape (padded text) advance the generator by different amounts:
     // all continue from the furthest, so every rank holds the state a checkpoint saves (rank 0's).
-    uint64_t offset = default_generator().offset();
-    shard_.comm->allreduce_max(&offset, 1);
-    default_generator().set_state(default_generator().seed(), offset);
+    // In the same call, the shortest wait of any rank (as the maximum of its complement).
+    uint64_t v[2] = {default_generator().offset(), ~uint64_t(wait * 1e9)};
+    shard_.comm->allreduce_max(v, 2);
+    default_generator().set_state(default_generator().seed(), v[0]);
+    exposed_seconds_ += double(~v[1]) * 1e-9;
   }
   for (const auto& hook : grad_hooks_) hook(*task_->model());
   if (cfg_.clip_grad > 0) optim::clip_grad_norm_(task_->model()->parameters(), cfg_.clip_grad);
@@ -634,6 +641,7 @@ TrainResult Run::run() {
     m["sync_batch_norm"] = cfg_.sync_batch_norm;
     m["gradient_buckets"] = reducer_->num_buckets();
     m["comm_exposed_fraction"] = res_.train_seconds > 0 ? exposed_seconds_ / res_.train_seconds : 0.0;
+    m["comm_wait_fraction"] = res_.train_seconds > 0 ? wait_seconds_ / res_.train_seconds : 0.0;
   }
   res_.metrics = m;
   if (writer()) io::write_file_atomic(res_.metrics_path, m.dump(2) + "\n");

@@ -7,6 +7,9 @@
 //
 // Buckets hold parameters in reverse order of registration (about the order in which backward
 // finishes them): a first small one (1 MB, so communication starts early), then about 25 MB each.
+// After the first step they are built again in the order that step's gradients became final (rank
+// 0's), as PyTorch's DDP rebuilds its buckets: a weight used both early and late in the forward is
+// then no longer a bucket that holds back every bucket after it.
 // Each bucket is one f32 buffer, and each parameter's gradient is made in its slot there (the
 // engine copies a first gradient into the slot instead of into a new tensor), so the all-reduce
 // works in place, with no copy in or out. Buckets start in index order on every rank (MPI needs the
@@ -32,6 +35,7 @@ struct GradReducerOptions {
   int64_t first_bucket_bytes = int64_t(1) << 20;
   int64_t bucket_bytes = int64_t(25) << 20;
   bool overlap = true;   // false: every bucket waits for finish() (for measuring what overlap hides)
+  bool rebuild = true;   // rebuild the buckets in the first step's order of readiness
 };
 
 // What the last finish() saw.
@@ -62,6 +66,8 @@ class GradReducer {
     int64_t pending = 0;           // parameters not yet final in this pass
     std::unique_ptr<Request> request;
   };
+  void build_buckets(const std::vector<int64_t>& order);
+  void rebuild_in_ready_order();
   void on_ready(TensorImpl& leaf);
   void launch_ready();
   void launch(int64_t b);
@@ -77,6 +83,8 @@ class GradReducer {
   int64_t numel_ = 0, next_launch_ = 0;
   bool armed_ = false;
   std::vector<char> ready_;
+  std::vector<int64_t> ready_order_;   // this pass's parameters in the order they became final
+  int64_t steps_ = 0;                  // finish() calls so far
   ReduceStats stats_;
 };
 
