@@ -4,7 +4,8 @@
   python3 bench/results_table.py                      # bench/results/*.jsonl -> docs/results.md
   python3 bench/results_table.py A.jsonl B.jsonl      # other record files (--out PATH for another page)
   python3 bench/results_table.py --add RUN.jsonl      # a bench/run_all.sh run: normalise it into
-                                                      # bench/results/<date>-<host>.jsonl, then rewrite the page
+                                                      # bench/results/<date>-<host>.jsonl (other cases
+                                                      # already there kept), then rewrite the page
   python3 bench/results_table.py --host-record        # prints this machine as a host record (from /proc/cpuinfo)
   python3 bench/results_table.py --compare before B1.jsonl B2.jsonl --compare after A1.jsonl A2.jsonl
                                                       # two builds' raw runs (bench/compare_builds.sh): a table
@@ -922,10 +923,18 @@ def main():
             host, recs = normalise(a.add)
             os.makedirs(a.results_dir, exist_ok=True)
             dest = os.path.join(a.results_dir, f"{host['date']}-{host['host']}.jsonl")
+            # A day's file collects that day's runs on the host: records of other (benchmark, case)s
+            # already there stay; a case measured again is replaced.
+            kept = []
+            if os.path.exists(dest):
+                new_keys = {(r["benchmark"], r["case"]) for r in recs}
+                with open(dest, encoding="utf-8") as f:
+                    old = [json.loads(line) for line in f if line.strip()]
+                kept = [r for r in old if r.get("kind") != "host" and (r["benchmark"], r["case"]) not in new_keys]
             with open(dest, "w", encoding="utf-8") as f:
-                for r in [host] + recs:
+                for r in [host] + kept + recs:
                     f.write(json.dumps(r, ensure_ascii=False) + "\n")
-            print(f"wrote {len(recs)} records to {os.path.relpath(dest, ROOT)}")
+            print(f"wrote {len(recs)} records to {os.path.relpath(dest, ROOT)} ({len(kept)} of earlier runs kept)")
         paths = a.files or sorted(glob.glob(os.path.join(a.results_dir, "*.jsonl")))
         if not paths:
             raise RecordError(f"no record files given and none in {a.results_dir}")
