@@ -142,6 +142,19 @@ void expect_same_run(const std::string& one, const std::string& two, const std::
   EXPECT_GE(m.at("gradient_buckets").get<int>(), 1);
 }
 
+// `attn train args one_extra` in one process and `args two_extra` under mpirun -np 2, into dir/one and
+// dir/two; both succeed and agree as expect_same_run says. Returns the mpirun run.
+test::CliRun one_against_two(const std::string& dir, const std::vector<std::string>& args,
+                             const std::vector<std::string>& one_extra, const std::vector<std::string>& two_extra,
+                             Transport t = Transport::shared_memory) {
+  const test::CliRun one = test::run_attn(dir, with(with(args, one_extra), {"--out", dir + "/one"}));
+  EXPECT_EQ(one.code, 0) << one.err;
+  const test::CliRun two = mpirun(dir, 2, t, with(with(args, two_extra), {"--out", dir + "/two"}));
+  EXPECT_EQ(two.code, 0) << two.err << two.out;
+  if (one.code == 0 && two.code == 0) expect_same_run(dir + "/one", dir + "/two", "train_loss");
+  return two;
+}
+
 const std::vector<std::string> kVit = {
     "train", "--model", "vit", "--model-config",
     R"({"dim":32,"depth":2,"heads":2,"patch_size":7,"drop_path":0.1,"drop":0.1,"attn_drop":0.1})",
@@ -150,12 +163,9 @@ const std::vector<std::string> kVit = {
 
 void vit_case(Transport t, const std::string& name) {
   const std::string dir = test::fresh_tmp_dir("attn_mpi", name);
-  const test::CliRun one = test::run_attn(dir, with(kVit, {"--batch", "64", "--out", dir + "/one"}));
-  ASSERT_EQ(one.code, 0) << one.err;
-  const test::CliRun two = mpirun(dir, 2, t, with(kVit, {"--batch", "32", "--out", dir + "/two"}));
-  ASSERT_EQ(two.code, 0) << two.err << two.out;
+  const test::CliRun two = one_against_two(dir, kVit, {"--batch", "64"}, {"--batch", "32"}, t);
   EXPECT_NE(two.err.find("data-parallel: 2 ranks x batch 32 = 64 per step"), std::string::npos) << two.err;
-  expect_same_run(dir + "/one", dir + "/two", "train_loss");
+  if (::testing::Test::HasFailure()) return;
   // The evaluation is sharded and reduced: the same validation accuracy.
   const auto a = read_log(dir + "/one/log.jsonl"), b = read_log(dir + "/two/log.jsonl");
   EXPECT_NEAR(a.back().at("val_accuracy").get<double>(), b.back().at("val_accuracy").get<double>(), 1.0 / 64 + 1e-9);
@@ -182,11 +192,8 @@ TEST(MpiTrain, SyncBatchNormTwoRanksEqualOneProcess) {
       "train", "--model", "resnet_fmnist", "--model-config",
       R"({"blocks":[1,1],"widths":[8,16],"stem_channels":8})", "--limit-train", "1024", "--limit-eval", "64",
       "--max-steps", "10", "--eval-every", "1", "--threads", "1", "--seed", "4"};
-  const test::CliRun one = test::run_attn(dir, with(args, {"--batch", "32", "--out", dir + "/one"}));
-  ASSERT_EQ(one.code, 0) << one.err;
-  const test::CliRun two = mpirun(dir, 2, Transport::shared_memory, with(args, {"--batch", "16", "--sync-bn", "--out", dir + "/two"}));
-  ASSERT_EQ(two.code, 0) << two.err << two.out;
-  expect_same_run(dir + "/one", dir + "/two", "train_loss");
+  one_against_two(dir, args, {"--batch", "32"}, {"--batch", "16", "--sync-bn"});
+  if (::testing::Test::HasFailure()) return;
   const test::CliRun own = mpirun(dir, 2, Transport::shared_memory, with(args, {"--batch", "16", "--out", dir + "/own"}));
   ASSERT_EQ(own.code, 0) << own.err << own.out;
   const double a = read_log(dir + "/one/log.jsonl")[0].at("train_loss").get<double>();
@@ -204,11 +211,7 @@ TEST(MpiTrain, TransformerTwoRanksEqualOneProcess) {
       R"({"d_model":32,"nhead":2,"encoder_layers":1,"decoder_layers":1,"d_ff":64,"dropout":0.0,"max_length":64})",
       "--data", "synthetic:copy", "--synthetic-size", "2000", "--max-steps", "20", "--eval-every", "1",
       "--warmup-steps", "10", "--eval-sentences", "0", "--beam", "1", "--limit-test", "4", "--threads", "1", "--seed", "5"};
-  const test::CliRun one = test::run_attn(dir, with(args, {"--max-tokens", "512", "--out", dir + "/one"}));
-  ASSERT_EQ(one.code, 0) << one.err;
-  const test::CliRun two = mpirun(dir, 2, Transport::shared_memory, with(args, {"--max-tokens", "256", "--out", dir + "/two"}));
-  ASSERT_EQ(two.code, 0) << two.err << two.out;
-  expect_same_run(dir + "/one", dir + "/two", "train_loss");
+  one_against_two(dir, args, {"--max-tokens", "512"}, {"--max-tokens", "256"});
   fs::remove_all(dir);
 }
 
@@ -225,11 +228,7 @@ TEST(MpiTrain, BertPretrainingTwoRanksEqualOneProcess) {
       R"("hidden_dropout_prob":0.0,"attention_probs_dropout_prob":0.0})",
       "--data", "bible", "--vocab", vocab, "--limit-train", "512", "--limit-eval", "16", "--max-steps", "20",
       "--eval-every", "1", "--threads", "1", "--seed", "3"};
-  const test::CliRun one = test::run_attn(dir, with(args, {"--batch", "16", "--out", dir + "/one"}));
-  ASSERT_EQ(one.code, 0) << one.err;
-  const test::CliRun two = mpirun(dir, 2, Transport::shared_memory, with(args, {"--batch", "8", "--out", dir + "/two"}));
-  ASSERT_EQ(two.code, 0) << two.err << two.out;
-  expect_same_run(dir + "/one", dir + "/two", "train_loss");
+  one_against_two(dir, args, {"--batch", "16"}, {"--batch", "8"});
   fs::remove_all(dir);
 }
 
