@@ -468,11 +468,13 @@ void Run::setup() {
       set_batch_norm_sync([comm](double* v, int64_t n) { comm->allreduce_sum(v, n); });
     }
     if (!cfg_.quiet) {
-      const int64_t batch = settings_json_.value("--batch", settings_json_.value("--max-tokens", int64_t(0)));
+      const nlohmann::json f = parallel_fields();
+      const bool tokens = f.contains("max_tokens_per_rank");
       std::fprintf(stderr, "data-parallel: %d ranks x %s %lld = %lld per step; gradients all-reduced in %lld buckets (%.1f MB); %s\n",
-                   shard_.world, settings_json_.contains("--batch") ? "batch" : "max tokens", (long long)batch,
-                   (long long)(batch * shard_.world), (long long)reducer_->num_buckets(),
-                   double(reducer_->numel()) * 4e-6, shard_.comm->transport().c_str());
+                   shard_.world, tokens ? "max tokens" : "batch",
+                   (long long)f.at(tokens ? "max_tokens_per_rank" : "batch_per_rank").get<int64_t>(),
+                   (long long)f.at(tokens ? "max_tokens_combined" : "batch_combined").get<int64_t>(),
+                   (long long)reducer_->num_buckets(), double(reducer_->numel()) * 4e-6, shard_.comm->transport().c_str());
     }
   }
 }
