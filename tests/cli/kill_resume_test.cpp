@@ -98,6 +98,9 @@ struct RunResult {
 // `checkpoint` and `at_step`, once that checkpoint holds step >= at_step (training kills: by progress,
 // not by wall time, so a fast or slow machine kills at the same steps); then, given `at_write_of`, at
 // the first moment a write of that path is in progress (its temporary exists; 1 s later regardless).
+// A start-up kill given `checkpoint` comes at the child's first write of it if that is sooner than
+// `delay`: a resumed child starts faster than the uninterrupted one whose start-up sized the delay,
+// and would otherwise train on through many steps before the kill.
 struct KillPlan {
   double delay = -1;
   std::string checkpoint;
@@ -158,7 +161,8 @@ RunResult run(const std::vector<std::string>& args, const std::string& log, cons
         }
       }
     }
-    const bool due = plan.delay >= 0 && anchor >= 0 && t >= anchor + plan.delay;
+    const bool started = plan.at_step < 0 && !plan.checkpoint.empty() && written_since(plan.checkpoint, spawned);
+    const bool due = plan.delay >= 0 && anchor >= 0 && (t >= anchor + plan.delay || started);
     const bool kill_now = due && (plan.at_write_of.empty() || t >= anchor + plan.delay + 1.0 ||
                                   !io::unfinished_writes(plan.at_write_of).empty());
     if (kill_now || t >= kChildTimeout) {
@@ -283,6 +287,7 @@ int kill_and_resume(const Scenario& sc, const std::string& dir) {
     KillPlan plan;
     if (kill && in_startup) {
       plan.delay = u(rng) * startup;
+      plan.checkpoint = b_ckpt;
     } else if (kill) {
       const int64_t span = std::max<int64_t>(1, (total_steps - from) / 3);
       plan.checkpoint = b_ckpt;
@@ -379,7 +384,7 @@ TEST(KillResume, SigkilledAtRandomMomentsAndResumedEndsBitForBit) {
 TEST(KillResume, WithAnEmaOfTheWeightsEndsBitForBit) {
   const RunDir dir("ema");
   const Scenario sc{"vit + EMA",
-                    kTinyVit + std::vector<std::string>{"--epochs", "1", "--limit-train", "3072", "--ema-decay", "0.9"},
+                    kTinyVit + std::vector<std::string>{"--epochs", "1", "--limit-train", "4096", "--ema-decay", "0.9"},
                     4, 2, 8};
   const int kills = kill_and_resume(sc, dir.path);
   EXPECT_GE(kills, sc.progress_kills - 1);
