@@ -34,6 +34,7 @@
 #include "attn/ops/norm.h"
 #include "attn/ops/optim_step.h"
 #include "attn/ops/pool.h"
+#include "attn/ops/quantize.h"
 #include "attn/ops/reduce.h"
 #include "attn/ops/softmax.h"
 #include "attn/ops/window_attention.h"

@@ -26,6 +26,7 @@ size_t dtype_size(DType t) {
     case DType::i32: return 4;
     case DType::i64: return 8;
     case DType::u8: return 1;
+    case DType::i8: return 1;
   }
   return 0;
 }
@@ -38,6 +39,7 @@ const char* dtype_name(DType t) {
     case DType::i32: return "i32";
     case DType::i64: return "i64";
     case DType::u8: return "u8";
+    case DType::i8: return "i8";
   }
   return "?";
 }
@@ -223,6 +225,7 @@ template bf16* Tensor::data<bf16>() const;
 template int32_t* Tensor::data<int32_t>() const;
 template int64_t* Tensor::data<int64_t>() const;
 template uint8_t* Tensor::data<uint8_t>() const;
+template int8_t* Tensor::data<int8_t>() const;
 
 void* Tensor::raw_data() const {
   check_not_gemm_packed(*this);
@@ -286,6 +289,7 @@ static double load_as_double(const void* base, DType dt, int64_t off) {
     case DType::i32: return static_cast<const int32_t*>(base)[off];
     case DType::i64: return double(static_cast<const int64_t*>(base)[off]);
     case DType::u8: return static_cast<const uint8_t*>(base)[off];
+    case DType::i8: return static_cast<const int8_t*>(base)[off];
   }
   return 0;
 }
@@ -336,6 +340,7 @@ Tensor& Tensor::fill_(double value) {
       case DType::i32: static_cast<int32_t*>(base)[off] = int32_t(value); break;
       case DType::i64: static_cast<int64_t*>(base)[off] = int64_t(value); break;
       case DType::u8: static_cast<uint8_t*>(base)[off] = uint8_t(value); break;
+      case DType::i8: static_cast<int8_t*>(base)[off] = int8_t(value); break;
     }
   });
   return *this;

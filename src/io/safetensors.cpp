@@ -41,6 +41,7 @@ bool parse_dtype(const std::string& s, DTypeInfo& out) {
   else if (s == "I32") out = {DType::i32, 4, false};
   else if (s == "I64") out = {DType::i64, 8, false};
   else if (s == "U8" || s == "BOOL") out = {DType::u8, 1, false};
+  else if (s == "I8") out = {DType::i8, 1, false};
   else return false;
   return true;
 }
@@ -53,6 +54,7 @@ const char* file_dtype(DType t) {
     case DType::i32: return "I32";
     case DType::i64: return "I64";
     case DType::u8: return "U8";
+    case DType::i8: return "I8";
   }
   return "?";
 }

@@ -1,11 +1,13 @@
 // nn::Linear on attn::linear (oneDNN GEMM).
 #include "attn/nn/linear.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "attn/core/memory.h"
 #include "attn/nn/init.h"
 #include "attn/ops/matmul.h"
+#include "attn/ops/quantize.h"
 
 namespace attn::nn {
 
@@ -71,6 +73,51 @@ int64_t convert_linear_weights_to_bf16(Module& m) {
 
 int64_t make_linear_weights_bf16(Module& m) {
   return linear_weights_to_bf16(m, "make_linear_weights_bf16", /*keep_values=*/false);
+}
+
+namespace {
+// Every Linear of `m` with its dotted name ("" for m itself).
+std::vector<std::pair<std::string, Linear*>> named_linears(Module& m) {
+  std::vector<std::pair<std::string, Linear*>> out;
+  if (auto* l = dynamic_cast<Linear*>(&m)) out.emplace_back("", l);
+  for (auto& [name, mod] : m.named_modules())
+    if (auto* l = dynamic_cast<Linear*>(mod.get())) out.emplace_back(name, l);
+  return out;
+}
+
+// Gives `l` the i8 weight and scales of `q`: the scales become its buffer "weight_scale", which the
+// weight's storage refers to.
+void set_int8(Linear& l, Int8Weight q) {
+  l.weight = std::move(q.weight);
+  Tensor& scale = l.register_buffer("weight_scale", std::move(q.scale));
+  set_int8_weight_scale(l.weight, scale);
+}
+}  // namespace
+
+int64_t quantize_linear_weights_int8(Module& m, const std::vector<std::string>& skip) {
+  int64_t saved = 0;
+  for (auto& [name, l] : named_linears(m)) {
+    if (l->weight.dtype() == DType::i8 || std::find(skip.begin(), skip.end(), name) != skip.end()) continue;
+    // Tied or shared: the other holder (an embedding) reads the float values.
+    if (l->weight.impl_ptr().use_count() != 1 || l->weight.impl().storage.use_count() != 1) continue;
+    ATTN_CHECK(!l->weight.is_gemm_packed(), "quantize_linear_weights_int8: ", name.empty() ? "<root>" : name,
+               ".weight is packed for the GEMM; quantize before nn::pack_linear_weights");
+    const int64_t before = l->weight.numel() * int64_t(l->weight.element_size());
+    Int8Weight q = quantize_weight_int8(l->weight);
+    saved += before - l->weight.numel() - q.scale.numel() * 4;
+    set_int8(*l, std::move(q));
+  }
+  return saved;
+}
+
+int64_t make_linear_weights_int8(Module& m, const std::function<bool(const std::string&)>& quantized) {
+  int64_t n = 0;
+  for (auto& [name, l] : named_linears(m)) {
+    if (l->weight.dtype() == DType::i8 || !quantized(name)) continue;
+    set_int8(*l, {Tensor::empty(l->weight.shape(), DType::i8), Tensor::ones({l->weight.size(0)}, DType::f32)});
+    ++n;
+  }
+  return n;
 }
 
 namespace {

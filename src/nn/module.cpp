@@ -233,21 +233,47 @@ std::string Module::shape_mismatch(const ShapeList& sd, bool strict, size_t max_
   return os.str();
 }
 
+namespace {
+// An int8 weight (i8 codes that mean something only with their scales) loads from int8 codes alone,
+// and int8 codes load into nothing else: a dtype conversion either way would be silently wrong.
+template <class Key>
+void check_int8_dtypes(const std::vector<std::pair<std::string, DType>>& src, const Key& key,
+                       const io::TensorList& mine) {
+  std::map<std::string, DType> dst;
+  for (const auto& [name, t] : mine) dst.emplace(name, t.dtype());
+  for (const auto& [name, dt] : src) {
+    const std::optional<std::string> k = key(name);
+    auto it = k ? dst.find(*k) : dst.end();
+    if (it == dst.end() || (it->second == DType::i8) == (dt == DType::i8)) continue;
+    fail("load_state_dict: ", *k, " is ", dtype_name(it->second), " in the model and ", dtype_name(dt),
+         " in the state dict; int8 weights load only from int8 weights (quantize the model's weights with "
+         "nn::quantize_linear_weights_int8, or load an int8 checkpoint into a model made int8 with "
+         "nn::make_linear_weights_int8)");
+  }
+}
+}  // namespace
+
 void Module::load_state_dict(StateSource from, const LoadOptions& o) {
   // The module key of a source key (nullopt: left out).
   auto key = [&](const std::string& name) { return o.key ? o.key(name) : std::optional<std::string>(name); };
   // Every key and shape first (a file's from its header): nothing is copied or read before they match.
   ShapeList shapes;
+  std::vector<std::pair<std::string, DType>> dtypes;
   if (from.file_) {
-    for (const io::SafetensorsEntry& e : from.file_->entries())
+    for (const io::SafetensorsEntry& e : from.file_->entries()) {
       if (auto k = key(e.name)) shapes.emplace_back(std::move(*k), e.shape);
+      dtypes.emplace_back(e.name, e.dtype);
+    }
   } else {
-    for (const auto& [name, t] : from.list_ ? *from.list_ : *from.given_)
+    for (const auto& [name, t] : from.list_ ? *from.list_ : *from.given_) {
       if (auto k = key(name)) shapes.emplace_back(std::move(*k), t.defined() ? std::optional<Shape>(t.shape()) : std::nullopt);
+      if (t.defined()) dtypes.emplace_back(name, t.dtype());
+    }
   }
   const std::string why = shape_mismatch(shapes, o.strict);
   if (!why.empty() && from.file_) fail("load_state_dict: '", from.file_->path(), "': ", why);
   if (!why.empty()) fail("load_state_dict: ", why);
+  check_int8_dtypes(dtypes, key, state_dict());
   NoGradGuard ng;
   if (from.list_) {
     // In the module's order, each from the first entry of its key.

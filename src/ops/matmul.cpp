@@ -11,6 +11,7 @@
 #include "attn/ops/elementwise.h"
 #include "attn/ops/reduce.h"
 #include "../backend/cpu/gemm.h"
+#include "quantize_internal.h"
 
 namespace attn {
 
@@ -252,6 +253,7 @@ bool pack_linear_weight(Tensor& w) {
   // Only a weight that nothing else views or shares (tied weights, slices held elsewhere): the
   // packed bytes are unreadable to every other op.
   if (w.impl_ptr().use_count() != 1 || w.impl().storage.use_count() != 1) return false;
+  if (w.dtype() == DType::i8 && !detail::prepare_int8_pack(w)) return false;
   return kernels::gemm_pack_weight(w);
 }
 
@@ -269,6 +271,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   if (bias.defined())
     ATTN_CHECK(bias.dim() == 1 && bias.shape()[0] == N, "linear: expected bias of shape [", N,
                "], got ", bias.shape());
+  if (w.dtype() == DType::i8) return detail::linear_int8(x, w, bias);
   if (w.is_gemm_packed()) return linear_packed_weight(x, w, bias);
   if (w.dtype() == DType::bf16 && x.dtype() == DType::f32) return linear_bf16_weight(x, w, bias);
   ATTN_CHECK(x.dtype() == w.dtype(), "linear: input is ", dtype_name(x.dtype()), ", weight is ",

@@ -384,6 +384,7 @@ void copy_from(Tensor& dst, const Tensor& src) {
     case DType::i32: go((int32_t*)nullptr); break;
     case DType::i64: go((int64_t*)nullptr); break;
     case DType::u8: go((uint8_t*)nullptr); break;
+    case DType::i8: go((int8_t*)nullptr); break;
   }
 }
 }  // namespace
@@ -402,6 +403,7 @@ Tensor& Tensor::copy_(const Tensor& src_in) {
     case DType::i32: copy_from<int32_t>(*this, src); break;
     case DType::i64: copy_from<int64_t>(*this, src); break;
     case DType::u8: copy_from<uint8_t>(*this, src); break;
+    case DType::i8: copy_from<int8_t>(*this, src); break;
   }
   return *this;
 }

@@ -7,7 +7,7 @@
 
 namespace attn {
 
-enum class DType : uint8_t { f32, f64, bf16, i32, i64, u8 };
+enum class DType : uint8_t { f32, f64, bf16, i32, i64, u8, i8 };
 
 size_t dtype_size(DType t);
 const char* dtype_name(DType t);   // "f32", "f64", ...
@@ -41,6 +41,7 @@ template <> struct dtype_of<bf16> { static constexpr DType value = DType::bf16; 
 template <> struct dtype_of<int32_t> { static constexpr DType value = DType::i32; };
 template <> struct dtype_of<int64_t> { static constexpr DType value = DType::i64; };
 template <> struct dtype_of<uint8_t> { static constexpr DType value = DType::u8; };
+template <> struct dtype_of<int8_t> { static constexpr DType value = DType::i8; };
 
 }  // namespace attn
 
@@ -64,6 +65,7 @@ template <> struct dtype_of<uint8_t> { static constexpr DType value = DType::u8;
       case ::attn::DType::i32: { using T = int32_t; return __VA_ARGS__(); }               \
       case ::attn::DType::i64: { using T = int64_t; return __VA_ARGS__(); }               \
       case ::attn::DType::u8: { using T = uint8_t; return __VA_ARGS__(); }                \
+      case ::attn::DType::i8: { using T = int8_t; return __VA_ARGS__(); }                 \
       default: ::attn::fail(opname, ": dtype ", ::attn::dtype_name(dt),                   \
                             " is not supported here (convert with .to())");               \
     }                                                                                     \

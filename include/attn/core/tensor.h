@@ -33,6 +33,9 @@ struct Storage {
   // Set while `data` holds a weight in the GEMM's own packed layout (nn::pack_linear_weights): opaque
   // to everything but attn::linear, so Tensor::data() / raw_data() refuse such a tensor.
   std::shared_ptr<const void> gemm_packed;
+  // Set on the storage of an int8 weight (attn/ops/quantize.h): its per-output-channel scales, which
+  // linear() reads with the weight; opaque here.
+  std::shared_ptr<void> int8_weight;
   // The storage of a tensor made under a ShapesOnlyGuard: nothing allocated, `data` stays null.
   bool shapes_only = false;
   struct ShapesOnly {};

@@ -7,6 +7,10 @@
 // Default init (torch's reset_parameters): weight ~ kaiming_uniform(a = sqrt(5)), i.e.
 // U(-1/sqrt(in), 1/sqrt(in)); bias ~ U(-1/sqrt(in), 1/sqrt(in)).
 #pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
 #include "attn/core/rng.h"
 #include "attn/nn/module.h"
 
@@ -51,9 +55,23 @@ int64_t convert_linear_weights_to_bf16(Module& m);
 // something wrote them (build the model under nn::init::SkipRandomInit(Fill::none)). Returns the bytes saved.
 int64_t make_linear_weights_bf16(Module& m);
 
+// int8 inference (attn/ops/quantize.h): quantizes the weight of every Linear in `m` (recursively) to
+// i8 per output channel, in place, and registers its scales as the Linear's buffer "weight_scale" (so
+// state_dict() saves "<name>.weight" I8 and "<name>.weight_scale" F32). Biases, norms, embeddings and
+// convolutions stay as they are, and activations f32 between the GEMMs. A weight shared with another
+// tensor (tied to an embedding) stays as it is, as does one already int8. `skip`: Linears to leave
+// alone by their dotted names ("head", a classifier's last layer, say). The module can then only run
+// without gradients. Returns the bytes the weights shrank by.
+int64_t quantize_linear_weights_int8(Module& m, const std::vector<std::string>& skip = {});
+
+// The same for a model about to load an int8 checkpoint: each Linear whose dotted name `quantized`
+// accepts gets an uninitialised i8 weight and f32 scales of its shape for the load to fill. Returns
+// the number of Linears made int8.
+int64_t make_linear_weights_int8(Module& m, const std::function<bool(const std::string&)>& quantized);
+
 // Inference: packs the weight of every Linear in `m` once into oneDNN's own layout for the GEMM, in
 // place (no second copy), so that no forward pass re-packs it: 10-16% off an f32 GEMM at ViT's
-// shapes, 12-29% off a bf16 one. f32 and bf16 weights; a weight whose packed layout would differ in
+// shapes, 12-29% off a bf16 one. f32, bf16 and int8 weights; a weight whose packed layout would differ in
 // size (out_features not a multiple of the kernel's block, e.g. a 1,000-class head), that is shared
 // with another tensor, or for which oneDNN offers no blocked layout (its AVX2 kernels: there the
 // layout it prefers is only the transpose, and slower) stays as it is. A packed weight

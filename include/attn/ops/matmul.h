@@ -14,6 +14,9 @@
 // Where oneDNN has a bf16 matmul for this CPU it runs that ("native"); elsewhere the same bf16
 // operands are multiplied by the f32 GEMM ("emulated": a product of two bf16 values is exact in f32,
 // so only the summation order differs). No gradient flows through a bf16 weight.
+//
+// int8 weights (i8 with their scales, attn/ops/quantize.h), for inference: linear(x f32, w i8, bias)
+// quantizes each row of x to 8 bits (7 on a CPU without VNNI) and sums the products in int32.
 #pragma once
 #include "attn/core/tensor.h"
 
@@ -34,8 +37,8 @@ void set_bf16_gemm_emulated(bool on);
 bool bf16_gemm_emulation_forced();        // the setting, or the default while it is unset
 const char* bf16_gemm_name(Bf16Gemm m);   // "native (oneDNN bf16 matmul)" | "emulated (f32 GEMM on bf16 values)"
 
-// Inference: packs a linear() weight w (N, K; f32 or bf16, contiguous, the whole of its storage) in
-// place into oneDNN's own blocked layout, so that no linear() call re-packs it (see
+// Inference: packs a linear() weight w (N, K; f32, bf16 or i8 with its scales, contiguous, the whole
+// of its storage) in place into oneDNN's own blocked layout, so that no linear() call re-packs it (see
 // nn::pack_linear_weights for when it pays). Returns true if w is packed (now or before); false,
 // leaving w untouched, where another tensor views or shares it, where the packed layout would differ
 // in size, or where there is none better than the plain one. A packed weight goes only through

@@ -12,9 +12,10 @@ void gemm_onednn(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c
 bool gemm_onednn_supports(DType dt);
 // True if oneDNN has a bf16 x bf16 -> f32 matmul on this CPU (AVX-512 BF16, AMX; probed once).
 bool gemm_onednn_bf16_native();
-// Weights packed once into oneDNN's own blocked layout for the matmul C = X · Wᵀ (attn::linear):
+// Weights packed once into oneDNN's own blocked layout for the matmul C = X · Wᵀ (attn::linear; an i8
+// weight for gemm_onednn_u8s8):
 // at ViT's shapes the plain (N, K) layout makes every call re-pack W (10-16% of an f32 GEMM at
-// M = 197, 12-29% of a bf16 one, measured on Zen 5). w: (N, K), f32 or bf16, contiguous, the whole of
+// M = 197, 12-29% of a bf16 one, measured on Zen 5). w: (N, K), f32, bf16 or i8, contiguous, the whole of
 // its storage. Packs in place (the storage then holds the packed layout, tagged in
 // Storage::gemm_packed) when oneDNN's preferred layout has the same size and differs from the plain
 // one; returns false and leaves w untouched otherwise.
@@ -23,6 +24,13 @@ bool gemm_pack_weight(Tensor& w);
 void gemm_unpack_weight(Tensor& w);
 // c (M, N, f32) = a (M, K; f32, or bf16 for a bf16 weight) · wᵀ + bias, w packed by gemm_pack_weight.
 void gemm_onednn_packed(const Tensor& a, const Tensor& w, const Tensor& bias, Tensor& c);
+// int8: c (M, N, s32, contiguous) = a (M, K, u8, row stride lda) · wᵀ, w (N, K) i8, plain (unit last
+// stride) or packed by gemm_pack_weight (which packs an i8 weight for this matmul).
+void gemm_onednn_u8s8(const uint8_t* a, int64_t M, int64_t K, int64_t lda, const Tensor& w, int32_t* c);
+// True where oneDNN's u8 x s8 GEMM sums every product exactly in 32 bits (VNNI, AMX): probed once.
+// Elsewhere (AVX2, AVX-512 without VNNI) it adds pairs of products in saturating 16 bits, exact only
+// while a pair's sum stays within ±32767: u8 codes at most 127 against s8 weights.
+bool gemm_u8s8_full_range();
 // The reference GEMM in double: used for f64 and as the test oracle. Same contract.
 void gemm_reference(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c);
 

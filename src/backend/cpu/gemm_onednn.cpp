@@ -2,6 +2,7 @@
 #include <mutex>
 #include <sstream>
 #include <unordered_map>
+#include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -22,6 +23,9 @@ dnnl::memory::data_type dt_of(DType t) {
   switch (t) {
     case DType::f32: return dnnl::memory::data_type::f32;
     case DType::bf16: return dnnl::memory::data_type::bf16;
+    case DType::i8: return dnnl::memory::data_type::s8;
+    case DType::u8: return dnnl::memory::data_type::u8;
+    case DType::i32: return dnnl::memory::data_type::s32;
     default: fail("gemm: oneDNN does not take dtype ", dtype_name(t));
   }
 }
@@ -158,7 +162,8 @@ void gemm_onednn(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c
 bool gemm_pack_weight(Tensor& w) {
   if (!w.defined() || w.dim() != 2) return false;
   if (w.is_gemm_packed()) return true;
-  if (!(w.dtype() == DType::f32 || (w.dtype() == DType::bf16 && gemm_onednn_bf16_native()))) return false;
+  const bool int8 = w.dtype() == DType::i8;
+  if (!(w.dtype() == DType::f32 || int8 || (w.dtype() == DType::bf16 && gemm_onednn_bf16_native()))) return false;
   Storage& st = *w.impl().storage;
   const int64_t N = w.size(0), K = w.size(1);
   const size_t bytes = size_t(N * K) * w.element_size();
@@ -168,10 +173,14 @@ bool gemm_pack_weight(Tensor& w) {
   pw->N = N, pw->K = K, pw->dtype = w.dtype();
   pw->plain = dnnl::memory::desc({K, N}, dt, {1, K});
   try {
-    const dnnl::memory::desc src({kPackRows, K}, dt, {K, 1}), dst({kPackRows, N}, dnnl::memory::data_type::f32, {N, 1}),
+    // An int8 weight is packed for the u8 x s8 -> s32 matmul of gemm_onednn_u8s8 (no bias).
+    const auto src_dt = int8 ? dnnl::memory::data_type::u8 : dt;
+    const auto dst_dt = int8 ? dnnl::memory::data_type::s32 : dnnl::memory::data_type::f32;
+    const dnnl::memory::desc src({kPackRows, K}, src_dt, {K, 1}), dst({kPackRows, N}, dst_dt, {N, 1}),
         bias({1, N}, dnnl::memory::data_type::f32, {N, 1}),
         any({K, N}, dt, dnnl::memory::format_tag::any);
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, any, bias, dst), cpu_engine());
+    dnnl::matmul::primitive_desc pd(int8 ? dnnl::matmul::desc(src, any, dst) : dnnl::matmul::desc(src, any, bias, dst),
+                                    cpu_engine());
     pw->packed = pd.weights_desc();
   } catch (const dnnl::error&) {
     return false;
@@ -224,6 +233,53 @@ void gemm_onednn_packed(const Tensor& a, const Tensor& w, const Tensor& bias, Te
     return;
   }
   run_prim(*p, a.raw_data(), w.impl().storage->data, bias, c.raw_data());
+}
+
+void gemm_onednn_u8s8(const uint8_t* a, int64_t M, int64_t K, int64_t lda, const Tensor& w, int32_t* c) {
+  const int64_t N = w.size(0);
+  ATTN_CHECK(w.dtype() == DType::i8 && w.dim() == 2 && w.size(1) == K, "gemm_onednn_u8s8: expected an i8 (N, ", K,
+             ") weight, got ", dtype_name(w.dtype()), " ", w.shape());
+  const bool packed = w.is_gemm_packed();
+  std::shared_ptr<const PackedWeight> pw;
+  if (packed) pw = std::static_pointer_cast<const PackedWeight>(w.impl().storage->gemm_packed);
+  ATTN_CHECK(packed || w.stride(1) == 1, "gemm_onednn_u8s8: expected a weight with unit last stride, got strides ",
+             w.strides());
+  std::ostringstream key;
+  key << "Q" << packed << '|' << get_num_threads() << ',' << M << ':' << lda << ',' << K << ',' << N << ':'
+      << (packed ? 0 : w.stride(0));
+  const std::shared_ptr<Prim> p = cached_prim(key.str(), [&](Prim& q) {
+    q.a = dnnl::memory::desc({M, K}, dnnl::memory::data_type::u8, {lda, 1});
+    q.c = dnnl::memory::desc({M, N}, dnnl::memory::data_type::s32, {N, 1});
+    q.b = packed ? pw->packed : dnnl::memory::desc({K, N}, dnnl::memory::data_type::s8, {1, w.stride(0)});
+    const dnnl::matmul::primitive_desc pd = matmul_pd(q, false);
+    q.unpack_first = packed && std::strncmp(pd.impl_info_str(), "ref", 3) == 0;
+    if (!q.unpack_first) q.prim = dnnl::matmul(pd);
+  });
+  if (p->unpack_first) {
+    Tensor plain = Tensor::empty({N, K}, DType::i8);
+    reorder_into(pw->packed, w.impl().storage->data, pw->plain, plain.raw_data());
+    gemm_onednn_u8s8(a, M, K, lda, plain, c);
+    return;
+  }
+  void* wdata = packed ? w.impl().storage->data : const_cast<void*>(w.raw_data());
+  run_prim(*p, const_cast<uint8_t*>(a), wdata, Tensor(), c);
+}
+
+bool gemm_u8s8_full_range() {
+  // Sums of products 255 x 127 over K = 64: exact only where the kernel accumulates each product in
+  // 32 bits (VNNI, AMX); AVX2 and AVX-512 without VNNI add pairs in saturating 16 bits (vpmaddubsw).
+  static const bool ok = [] {
+    constexpr int64_t M = 16, K = 64, N = 16;
+    std::vector<uint8_t> a(M * K, 255);
+    Tensor w = Tensor::empty({N, K}, DType::i8);
+    std::memset(w.raw_data(), 127, size_t(N * K));
+    std::vector<int32_t> c(M * N, 0);
+    gemm_onednn_u8s8(a.data(), M, K, K, w, c.data());
+    for (int32_t v : c)
+      if (v != 255 * 127 * K) return false;
+    return true;
+  }();
+  return ok;
 }
 
 void gemm_reference(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c) {
