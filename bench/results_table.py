@@ -33,6 +33,10 @@ bench/run_all.sh writes a raw file: a host record (--host-record), then for each
 programs' own JSON summaries, {"bench": "linear", ...}, and bench/vit_infer.sh's per-run lines
 {"model": ..., "batch": ..., "policy": ..., "attn": {...}, "torch": {...}}). --add turns those into result
 records; the host, date and command come from the records before them, the targets from BENCHMARKS.
+bench/int8_infer.sh writes such a file itself ($WORK/int8_infer.raw.jsonl: its per-round lines
+{"bench": "int8_infer", "round": ..., "attn_int8": {...}, "attn_f32": {...}, "ort": {...}, "torch_int8": {...}}
+after a host and a command record); a run whose attn int8 side ran another dtype (ATTN_INT8_DTYPE, its
+plumbing check) is refused.
 """
 import argparse
 import datetime
@@ -147,6 +151,13 @@ def linear_target():
     return Target("≥ 370 GFLOP/s and ≥ 95% of a bare pre-packed oneDNN matmul", check)
 
 
+def weights_target(x):
+    def check(r):
+        lim = (r.get("extra") or {}).get("limit_mb")
+        return None if lim is None else low(r["attn"]) <= lim
+    return Target(f"int8 weights ≤ {x:g} × attn's f32 weights", check)
+
+
 def memory_target():
     def check(r):
         lim = (r.get("extra") or {}).get("limit_mb")
@@ -193,6 +204,12 @@ class Bench:
 
 
 VIT_CASES = ["ViT-B/16, batch 1", "ViT-B/16, batch 8", "DeiT-Ti, batch 1", "DeiT-S, batch 1"]
+INT8_CASES = ["ViT-B/16, batch 1", "ViT-B/16, batch 8", "DeiT-S, batch 1", "DeiT-S, batch 8",
+              "BERT-base, batch 1, sequence 128", "BERT-base, batch 8, sequence 128"]
+# int8_infer.sh's sides: (its JSON key, the peer's name in the records, the target against it)
+INT8_PEERS = [("attn_f32", "attn f32", faster(1.5, "attn f32")),
+              ("ort", "ONNX Runtime f32", faster(1.5, "ONNX Runtime f32")),
+              ("torch_int8", "PyTorch int8", faster(2, "PyTorch dynamic int8"))]
 
 BENCHMARKS = [
     Bench("vit_infer", "speed", "ViT / DeiT inference, f32",
@@ -236,6 +253,17 @@ BENCHMARKS = [
     Bench("swin_infer_bf16", "speed", "Swin inference, bf16",
           "The same with attn's bf16 Linear weights against PyTorch's bf16 autocast; needs a CPU with a bf16 matmul.",
           {"batch 1, vs PyTorch": faster(1.8), "batch 8, vs PyTorch": faster(1.8)}),
+    Bench("int8_infer", "speed", "int8 inference",
+          "`attn bench --dtype int8` against attn's own f32, ONNX Runtime 1.30's f32 (ONNX Runtime's int8 quantizer "
+          "is not installable here) and PyTorch's dynamic int8 (torch.quantization.quantize_dynamic of the f32 "
+          "model's nn.Linear modules, qint8, the faster of its onednn and qnnpack engines in a probe before the "
+          "rounds); ViT / DeiT as in vit_infer (torchvision's VisionTransformer: its attention projections stay "
+          "f32 under quantize_dynamic, the note gives the share of Linear weights PyTorch ran in int8), BERT as "
+          "in bert_infer (the Hugging Face-layout tree: every Linear int8; torch 1.13's TransformerEncoder fast "
+          "path cannot run quantized Linears). Random weights; R alternated rounds, each side once a case per "
+          "round, attn and PyTorch the better of their two wait policies; the median of the rounds' medians, "
+          "the spread over the rounds in the note.",
+          {f"{c}, vs {name}": t for c in INT8_CASES for _, name, t in INT8_PEERS}),
     Bench("vit_train", "speed", "Fashion-MNIST ViTs: training step and inference",
           "Training step at batch 128 (AdamW) and inference at batch 256, against the same model in PyTorch "
           "(its inference timed whole and in slices of 16 and 32, its best counted); with --rounds, the median "
@@ -305,6 +333,9 @@ BENCHMARKS = [
           "Peak resident set of `attn bench`'s timed passes of bert-base-uncased's BertModel (counted afresh after "
           "loading).",
           {"f32 batch 1, sequence 128": memory_target()}),
+    Bench("int8_weights", "memory", "int8 weight memory",
+          "`attn bench --dtype int8`'s weights_mb against the same model's f32 weights_mb (bench/int8_infer.sh).",
+          {c: weights_target(0.3) for c in INT8_CASES}),
     Bench("swin_memory", "memory", "Swin inference memory",
           "Peak resident set of `attn bench`'s timed passes of swin_t (counted afresh after loading).",
           {f"{d} batch {b}": memory_target() for d in ("f32", "bf16") for b in (1, 8)}),
@@ -476,7 +507,50 @@ def host_record():
 # ---- a run_all.sh run: raw lines -> result records -------------------------------------------------------
 
 MODEL_LABEL = {"vit_base_patch16_224": "ViT-B/16", "deit_tiny_patch16_224": "DeiT-Ti",
-               "deit_small_patch16_224": "DeiT-S"}
+               "deit_small_patch16_224": "DeiT-S", "bert-base-uncased": "BERT-base"}
+
+
+def int8_records(runs, rec):
+    """bench/int8_infer.sh's lines of one case (one a round) -> a speed record against each peer and the
+    weight-memory record: the median of the rounds' medians, the spread over the rounds in the note."""
+    def median(v):
+        v = sorted(v)
+        n = len(v)
+        return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+    first = runs[0]
+    for j in runs:
+        if j.get("attn_int8_dtype", "int8") != "int8" or j["attn_int8"].get("dtype") != "int8":
+            raise RecordError(f"int8_infer: attn's int8 side of {j['model']} batch {j['batch']} ran --dtype "
+                              f"{j['attn_int8'].get('dtype')} (ATTN_INT8_DTYPE={j.get('attn_int8_dtype')}, a "
+                              f"plumbing check): not an int8 measurement, not added")
+    case = f"{MODEL_LABEL.get(first['model'], first['model'])}, batch {first['batch']}"
+    if first.get("seq_len"):
+        case += f", sequence {first['seq_len']}"
+    rounds = sorted({j["round"] for j in runs})
+    if len(rounds) != len(runs):
+        raise RecordError(f"int8_infer: {case} has {len(runs)} lines for rounds {rounds} (one a round expected)")
+    ms = {side: [j[side]["latency_ms"]["median"] for j in runs] for side in ["attn_int8"] + [p[0] for p in INT8_PEERS]}
+    a = median(ms["attn_int8"])
+    spread = lambda v: f"{sig(min(v))}–{sig(max(v))} ms"
+    t = first["torch_int8"]
+    q = t["quantized"]
+    probe = ", ".join(f"{e} {sig(v)} ms" for e, v in (first.get("qengine_probe_ms") or {}).items())
+    torch_about = (f"; PyTorch: {t['qengine']} engine" + (f" (probe: {probe})" if probe else "") +
+                   (f", {t['impl']} tree" if t.get("impl") else "") +
+                   f", {q['linear_layers_int8']} Linear layers int8 and {q['linear_layers_f32']} f32, "
+                   f"{100 * q['int8_share_of_linear_weights']:.0f}% of the Linear weights int8")
+    for side, name, _ in INT8_PEERS:
+        p = median(ms[side])
+        rec("speed", "int8_infer", f"{case}, vs {name}", "ms", a, None, peers={name: sig(p)}, ratio=round(p / a, 2),
+            extra={"rounds": len(runs), "attn_range_ms": [sig(min(ms["attn_int8"])), sig(max(ms["attn_int8"]))],
+                   "peer_range_ms": [sig(min(ms[side])), sig(max(ms[side]))]},
+            note=f"{len(runs)} round{'s' if len(runs) != 1 else ''}; over the rounds attn int8 "
+                 f"{spread(ms['attn_int8'])}, {name} {spread(ms[side])}" + (torch_about if side == "torch_int8" else ""))
+    wi, wf = first["attn_int8"]["weights_mb"], first["attn_f32"]["weights_mb"]
+    rec("memory", "int8_weights", case, "MB", wi, None,
+        extra={"limit_mb": sig(0.3 * wf), "f32_weights_mb": sig(wf), "fraction": sig(wi / wf, 3)},
+        note=f"attn f32: {sig(wf)} MB of weights; int8 / f32 = {wi / wf:.3f}")
 
 
 def swin_records(j, rec):
@@ -503,7 +577,7 @@ def swin_records(j, rec):
 def normalise(path, detail=False):
     """A raw run file -> (host record, result records). detail: one record per row of the benchmarks that
     summarise their rows in one record (kernels), as the build comparison wants them."""
-    host, command, out, vit_infer, fma = None, None, [], {}, []
+    host, command, out, vit_infer, int8_infer, fma = None, None, [], {}, {}, []
 
     def rec(kind, bench, case, unit, attn, peer, **kw):
         r = {"kind": kind, "benchmark": bench, "case": case, "host": host["host"], "date": host["date"],
@@ -634,6 +708,8 @@ def normalise(path, detail=False):
                          + ("" if hidden is None else f"; {100 * hidden:.0f}% of a blocking all-reduce hidden"))
         elif b == "swin_infer":
             swin_records(j, rec)
+        elif b == "int8_infer":
+            int8_infer.setdefault((command, j["model"], j["batch"], j.get("seq_len"), j["threads"]), []).append(j)
         elif "model" in j and "policy" in j and "attn" in j and "torch" in j:   # bench/vit_infer.sh
             key = (command, j["model"], j["batch"], j["attn"].get("dtype", "f32"))
             vit_infer.setdefault(key, []).append(j)
@@ -655,6 +731,9 @@ def normalise(path, detail=False):
         except (KeyError, TypeError, ValueError, ZeroDivisionError) as e:
             raise RecordError(f"{where}: expected a complete {b or 'vit_infer.sh'} summary line "
                               f"({type(e).__name__}: {e}), found {json.dumps(j)[:80]}...") from None
+    for (cmd, *_), runs in int8_infer.items():
+        command = cmd
+        int8_records(runs, rec)
     for (cmd, model, batch, dtype), runs in vit_infer.items():
         command = cmd
         a = min(runs, key=lambda r: r["attn"]["latency_ms"]["median"])

@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
   attn::cli::add_explain(app);
   attn::cli::add_inspect(app);
   attn::cli::add_convert(app);
+  attn::cli::add_quantize(app);
   attn::cli::add_translate(app);
   attn::cli::add_align(app);
   attn::cli::add_bench(app);

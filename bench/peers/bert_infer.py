@@ -3,8 +3,8 @@ pooler) in eval mode under torch.no_grad(), seeded random weights, at the same b
 and thread count.
 
     /usr/bin/python3 bench/peers/bert_infer.py --model bert-base-uncased --batch 1 --seq-len 128 --threads 2
-        [--lengths 16,32,...] [--impl hf|encoder|best] [--peer pytorch|onnxruntime] [--dtype f32|bf16]
-        [--iters 20] [--warmup 3]
+        [--lengths 16,32,...] [--impl hf|encoder|best] [--peer pytorch|onnxruntime] [--dtype f32|bf16|int8]
+        [--qengine onednn|qnnpack|best] [--iters 20] [--warmup 3]
 
 Two PyTorch implementations of the same computation:
 - hf: the module tree in Hugging Face transformers' layout that the tests compare attn with
@@ -18,6 +18,14 @@ the given lengths, padded to the longest with an attention mask (the encoder imp
 --dtype bf16: PyTorch's bf16 autocast (pytorch peer only). torch 1.13's encoder fast path refuses autocast
 ("expected scalar type BFloat16 but found Float"); that implementation then runs with its weights cast to
 bf16 instead, named "encoder (bf16 weights)" in the report.
+--dtype int8: PyTorch's dynamic int8 of the same f32 model (bench/peers/int8_peer.py:
+torch.quantization.quantize_dynamic of its nn.Linear modules, qint8) under --qengine (best, the default: each
+engine timed, the faster reported, "qengine" names it). In the hf tree every Linear of the encoder and the
+pooler is quantized; in the encoder implementation nn.MultiheadAttention's projections stay f32, and torch
+1.13's fast path cannot run a quantized linear1 / linear2 at all (it reads their weight as a tensor): an
+implementation that fails is named with its error in "int8_impls_failed" and the other one reports. The
+ONNX Runtime peer runs f32 only (its int8 quantizer is not installable here; ONNX Runtime's f32 is the peer
+for int8).
 
 Prints one JSON line: latency median / p90 (ms), sequences/s, the implementation timed.
 """
@@ -32,6 +40,7 @@ import time
 import torch
 from torch import nn
 
+import int8_peer
 from ort_peer import time_onnxruntime
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "golden", "gen"))
@@ -127,10 +136,16 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--dtype", default="f32", choices=["f32", "bf16"])
+    ap.add_argument("--dtype", default="f32", choices=["f32", "bf16", "int8"])
+    ap.add_argument("--qengine", default="best", choices=["onednn", "qnnpack", "best"],
+                    help="--dtype int8: PyTorch's quantized engine (best: time each, report the faster)")
     ap.add_argument("--impl", default="best", choices=["hf", "encoder", "best"])
     ap.add_argument("--peer", default="pytorch", choices=["pytorch", "onnxruntime"])
     a = ap.parse_args()
+    if a.peer == "onnxruntime" and a.dtype == "int8":
+        ap.error("--dtype int8 has no ONNX Runtime peer: ONNX Runtime's int8 quantizer (the Python package "
+                 "onnxruntime.quantization) is not installable here and onnxruntime-node has none; compare int8 "
+                 "with ONNX Runtime's f32 (--peer onnxruntime --dtype f32)")
     torch.set_num_threads(a.threads)
     lengths = [int(x) for x in a.lengths.split(",")] if a.lengths else [a.seq_len] * a.batch
     config = hf_config(a.model)
@@ -147,10 +162,26 @@ def main():
         r["impl"] = "hf (torch.onnx.export)"
     else:
         impls = ["hf", "encoder"] if a.impl == "best" else [a.impl]
-        results = {}
+        results, int8_runs, int8_failed = {}, {}, {}
         for impl in impls:
             torch.manual_seed(0)
             model = (HfBert(config) if impl == "hf" else EncoderBert(config)).eval()
+            if a.dtype == "int8":
+                def reference(q, model=model):
+                    with torch.no_grad():
+                        return int8_peer.max_abs_diff(q(**feed), model(**feed))
+                try:
+                    int8_runs[impl] = int8_peer.run_engines(
+                        model, int8_peer.engines(a.qengine),
+                        lambda q: time_pytorch(q, feed, a.iters, a.warmup, a.dtype), reference)
+                except (RuntimeError, AttributeError, TypeError) as e:
+                    int8_failed[impl] = f"{type(e).__name__}: {e}"
+                    if impl == "encoder":
+                        int8_failed[impl] += (" (nn.TransformerEncoderLayer's inference fast path reads linear1.weight "
+                                              "as a tensor; a dynamically quantized Linear's weight is a method)")
+                    continue
+                results[impl] = int8_runs[impl]["latency_ms"]
+                continue
             try:
                 results[impl] = time_pytorch(model, feed, a.iters, a.warmup, a.dtype)
             except RuntimeError:
@@ -158,9 +189,16 @@ def main():
                     raise
                 results[impl + " (bf16 weights)"] = time_pytorch(model.to(torch.bfloat16), feed, a.iters, a.warmup,
                                                                  a.dtype, autocast=False)
+        if not results:
+            raise SystemExit("bert_infer.py: no implementation runs --dtype int8: " +
+                             "; ".join(f"{k}: {v}" for k, v in int8_failed.items()))
         impl = min(results, key=lambda k: results[k]["median"])
         r = {"peer": "pytorch", "torch": torch.__version__, "openblas_coretype": peer_env.OPENBLAS_CORETYPE,
              "impl": impl, "latency_ms": results[impl], "all_impls_ms": {k: v["median"] for k, v in results.items()}}
+        if a.dtype == "int8":
+            r.update(int8_runs[impl])
+            r["fast_path"] = impl == "encoder"
+            r["int8_impls_failed"] = int8_failed
         r.update(report)
     r["sequences_per_s"] = len(lengths) / (r["latency_ms"]["median"] / 1e3)
     print(json.dumps(r))

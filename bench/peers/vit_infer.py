@@ -4,7 +4,14 @@ built with the registry configs `attn bench --model` uses (DeiT = the same encod
 distillation token adds one token and one head, which this peer includes).
 
     /usr/bin/python3 bench/peers/vit_infer.py --model vit_base_patch16_224 --batch 1 --threads 2 [--iters 20]
-    [--dtype f32|bf16] [--peer pytorch|onnxruntime]
+    [--dtype f32|bf16|int8] [--qengine onednn|qnnpack|best] [--peer pytorch|onnxruntime]
+
+--dtype int8: PyTorch's dynamic int8 of the same f32 model (bench/peers/int8_peer.py:
+torch.quantization.quantize_dynamic of its nn.Linear modules, qint8) under --qengine (best, the default:
+each engine timed, the faster reported). torchvision's attention is nn.MultiheadAttention, whose in_proj
+is a bare parameter and whose out_proj is not of type nn.Linear, so those stay f32: the JSON's "quantized"
+says how many Linears and weight bytes ran in int8 and how many stayed f32. The ONNX Runtime peer runs
+f32 only (its int8 quantizer is not installable here; ONNX Runtime's f32 is the peer for int8).
 
 Prints one JSON line: latency median / p90 (ms), images/s. Run it with OMP_WAIT_POLICY=PASSIVE and
 without and keep the better figure (docs/design.md, "Peers in the benchmarks").
@@ -19,6 +26,7 @@ import torch
 import torch.nn as nn
 from torchvision.models.vision_transformer import VisionTransformer
 
+import int8_peer
 from ort_peer import time_onnxruntime
 
 # name: (patch, dim, depth, heads, mlp, distilled)
@@ -57,6 +65,32 @@ class Distilled(nn.Module):
         return (v.heads(x[:, 0]) + self.head_dist(x[:, 1])) / 2
 
 
+def head_input(model, x):
+    """What the classification head of model(x) sees (the class token after the encoder's final norm)."""
+    heads = next(m for name, m in model.named_modules() if name in ("heads", "vit.heads"))
+    seen = []
+    hook = heads.register_forward_pre_hook(lambda m, inputs: seen.append(inputs[0]))
+    try:
+        model(x)
+    finally:
+        hook.remove()
+    return seen[0]
+
+
+def time_pytorch(model, x, iters, warmup):
+    times = []
+    with torch.no_grad():
+        for _ in range(warmup):
+            model(x)
+        for _ in range(iters):
+            t = time.perf_counter()
+            model(x)
+            times.append(time.perf_counter() - t)
+    times.sort()
+    p90 = times[min(len(times) - 1, max(0, -(-9 * len(times) // 10) - 1))]
+    return {"median": statistics.median(times) * 1e3, "p90": p90 * 1e3}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="vit_base_patch16_224", choices=sorted(CONFIGS))
@@ -64,10 +98,16 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--dtype", default="f32", choices=["f32", "bf16"])
+    ap.add_argument("--dtype", default="f32", choices=["f32", "bf16", "int8"])
+    ap.add_argument("--qengine", default="best", choices=["onednn", "qnnpack", "best"],
+                    help="--dtype int8: PyTorch's quantized engine (best: time each, report the faster)")
     ap.add_argument("--peer", default="pytorch", choices=["pytorch", "onnxruntime"],
                     help="onnxruntime: the same model exported with torch.onnx.export, run by ort_peer.py (f32 only)")
     a = ap.parse_args()
+    if a.peer == "onnxruntime" and a.dtype == "int8":
+        ap.error("--dtype int8 has no ONNX Runtime peer: ONNX Runtime's int8 quantizer (the Python package "
+                 "onnxruntime.quantization) is not installable here and onnxruntime-node has none; compare int8 "
+                 "with ONNX Runtime's f32 (--peer onnxruntime --dtype f32)")
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     patch, dim, depth, heads, mlp, distilled = CONFIGS[a.model]
@@ -88,20 +128,18 @@ def main():
                   "images_per_s": a.batch / (r["latency_ms"]["median"] / 1e3)})
         print(json.dumps(r))
         return
-    times = []
-    with torch.no_grad():
-        for _ in range(a.warmup):
-            model(x)
-        for _ in range(a.iters):
-            t = time.perf_counter()
-            model(x)
-            times.append(time.perf_counter() - t)
-    times.sort()
-    med = statistics.median(times)
-    p90 = times[min(len(times) - 1, max(0, -(-9 * len(times) // 10) - 1))]
-    print(json.dumps({"peer": "pytorch", "torch": torch.__version__, "model": a.model, "batch": a.batch,
-                      "threads": a.threads, "dtype": a.dtype, "latency_ms": {"median": med * 1e3, "p90": p90 * 1e3},
-                      "images_per_s": a.batch / med}))
+    r = {"peer": "pytorch", "torch": torch.__version__, "model": a.model, "batch": a.batch, "threads": a.threads,
+         "dtype": a.dtype}
+    if a.dtype == "int8":
+        def reference(q):   # the class token's features: torchvision zero-initialises the head's weights
+            with torch.no_grad():
+                return int8_peer.max_abs_diff(head_input(q, x), head_input(model, x))
+        r.update(int8_peer.run_engines(model, int8_peer.engines(a.qengine),
+                                       lambda q: time_pytorch(q, x, a.iters, a.warmup), reference))
+    else:
+        r["latency_ms"] = time_pytorch(model, x, a.iters, a.warmup)
+    r["images_per_s"] = a.batch / (r["latency_ms"]["median"] / 1e3)
+    print(json.dumps(r))
 
 
 if __name__ == "__main__":

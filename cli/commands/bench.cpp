@@ -34,6 +34,7 @@
 #include "attn/models/pretrained.h"
 #include "attn/nn/linear.h"
 #include "attn/ops/matmul.h"
+#include "attn/ops/quantize.h"
 #include "../commands.h"
 
 namespace attn::cli {
@@ -64,14 +65,22 @@ double percentile(const std::vector<double>& sorted, double q) {
 }
 
 // GFLOP/s of an n^3 matmul in the model's precision, the best of the repetitions run within
-// `budget_s` (at least 2): f32, or for bf16 the same linear() a bf16 model's layers run (f32
-// activations rounded to bf16, bf16 weights, f32 result).
-double gemm_ceiling_gflops(int64_t n, double budget_s, bool bf16) {
+// `budget_s` (at least 2): f32; for bf16 the same linear() a bf16 model's layers run (f32 activations
+// rounded to bf16, bf16 weights, f32 result); for int8 likewise (activations quantized per row, the
+// int8 weight packed, f32 result).
+double gemm_ceiling_gflops(int64_t n, double budget_s, const std::string& dtype) {
   Generator g(1);
   const Tensor a = randn({n, n}, g);
-  const Tensor b = bf16 ? randn({n, n}, g).to(DType::bf16) : randn({n, n}, g);
+  Tensor b = randn({n, n}, g);
+  if (dtype == "bf16") b = b.to(DType::bf16);
+  if (dtype == "int8") {
+    Int8Weight q = quantize_weight_int8(b);
+    b = q.weight;
+    set_int8_weight_scale(b, q.scale);
+    pack_linear_weight(b);
+  }
   NoGradGuard ng;
-  auto run = [&] { return bf16 ? linear(a, b) : matmul(a, b); };
+  auto run = [&] { return dtype == "f32" ? matmul(a, b) : linear(a, b); };
   (void)run();   // primitive creation and first touch
   double best = 1e30;
   const auto t0 = Clock::now();
@@ -141,6 +150,7 @@ std::shared_ptr<models::Model> load_bench_model(const BenchOpts& o, std::string&
   // Random weights; a no-op for loaded ones (bf16 already). BERT's MLM decoder gets its own bf16 copy of
   // the (f32) word embeddings.
   if (o.dtype == "bf16") nn::convert_linear_weights_to_bf16(*model);
+  if (o.dtype == "int8") nn::quantize_linear_weights_int8(*model);
   // Weights packed once into the GEMM's layout, as predict / eval do (nn::pack_linear_weights).
   packed = o.no_pack ? 0 : nn::pack_linear_weights(*model);
   return model;
@@ -152,7 +162,7 @@ void print_bench_text(const BenchOpts& o, const nlohmann::json& j) {
   const double gflops = j["gflops"], ceiling = j["gemm_ceiling_gflops"];
   std::printf("%s  batch %lld  threads %d  %s  %s weights (%.1f MB; %lld Linear weights packed), loaded in %.2f s\n",
               o.model.c_str(), (long long)o.batch, get_num_threads(),
-              o.dtype == "bf16" ? ("bf16, GEMM " + j["gemm_path"].get<std::string>()).c_str() : "f32",
+              o.dtype == "f32" ? "f32" : (o.dtype + ", GEMM " + j["gemm_path"].get<std::string>()).c_str(),
               j["weights"].get<std::string>().c_str(), j["weights_mb"].get<double>(),
               (long long)j["packed_linear_weights"].get<int64_t>(), j["load_s"].get<double>());
   std::printf("latency     median %.2f ms  p90 %.2f ms  (min %.2f, max %.2f; %lld timed after %lld warm-up)\n",
@@ -243,7 +253,9 @@ nlohmann::json bench_json(const BenchOpts& o, const BenchWork& work, const std::
                           const BenchRecord& r) {
   const double median = percentile(times, 0.5), p90 = percentile(times, 0.9);
   const double gflops = 2.0 * double(work.macs) / median / 1e9;
-  const std::string gemm_path = o.dtype == "bf16" ? bf16_gemm_name(bf16_gemm_mode()) : "f32";
+  const std::string gemm_path = o.dtype == "bf16"   ? bf16_gemm_name(bf16_gemm_mode())
+                                : o.dtype == "int8" ? int8_gemm_name()
+                                                    : "f32";
   nlohmann::json j = {{"model", o.model},
                       {"weights", r.weights_desc},
                       {"dtype", o.dtype},
@@ -300,7 +312,8 @@ void add_bench(CLI::App& app) {
                 "JSON object of config overrides for --model (e.g. {\"architecture\": \"BertModel\"})");
   c->add_option("--iters", o->iters, "timed forward passes")->capture_default_str();
   c->add_option("--warmup", o->warmup, "untimed forward passes first")->capture_default_str();
-  c->add_option("--dtype", o->dtype, "f32 | bf16 (Linear weights in bf16, f32 accumulation; see docs/design.md)")->capture_default_str();
+  c->add_option("--dtype", o->dtype, "f32 | bf16 (Linear weights in bf16, f32 accumulation) | int8 (Linear weights "
+                "int8 per channel, activations int8 per token, int32 sums; see docs/design.md)")->capture_default_str();
   c->add_option("--gemm-seconds", o->gemm_seconds, "how long to time the GEMM ceiling")->capture_default_str();
   c->add_option("--gemm-size", o->gemm_size, "the ceiling's square matmul size")->capture_default_str();
   c->add_flag("--json", o->json, "print one JSON object");
@@ -313,7 +326,8 @@ void add_bench(CLI::App& app) {
     ATTN_CHECK(o->warmup >= 0, "bench: expected --warmup >= 0, got ", o->warmup);
     ATTN_CHECK(o->gemm_size >= 16, "bench: expected --gemm-size >= 16, got ", o->gemm_size);
     ATTN_CHECK(o->gemm_seconds >= 0, "bench: expected --gemm-seconds >= 0, got ", o->gemm_seconds);
-    ATTN_CHECK(o->dtype == "f32" || o->dtype == "bf16", "bench: expected --dtype f32 or bf16, got '", o->dtype, "'");
+    ATTN_CHECK(o->dtype == "f32" || o->dtype == "bf16" || o->dtype == "int8", "bench: expected --dtype f32, bf16 or "
+               "int8, got '", o->dtype, "'");
     o->batch_given = batch_opt->count() > 0;
     o->seq_len_given = seq_len_opt->count() > 0;
     if (!o->lengths_arg.empty()) {
@@ -352,9 +366,11 @@ void add_bench(CLI::App& app) {
     const int64_t hwm_steady = proc_status_bytes("VmHWM"), rss_steady = proc_status_bytes("VmRSS");
     const int64_t act_peak = memory_stats().peak_bytes - live_before;   // tensors a pass allocates
     std::sort(times.begin(), times.end());
-    const double ceiling = o->gemm_seconds > 0 ? gemm_ceiling_gflops(o->gemm_size, o->gemm_seconds, o->dtype == "bf16") : 0.0;
+    const double ceiling = o->gemm_seconds > 0 ? gemm_ceiling_gflops(o->gemm_size, o->gemm_seconds, o->dtype) : 0.0;
     int64_t params_bytes = 0;
     for (const Tensor& p : model->parameters()) params_bytes += p.numel() * int64_t(dtype_size(p.dtype()));
+    for (const auto& [name, b] : model->named_buffers())   // an int8 weight's scales belong to it
+      if (name.ends_with("weight_scale")) params_bytes += b.numel() * int64_t(dtype_size(b.dtype()));
     BenchRecord rec{weights_desc, packed, load_s, ceiling, params_bytes, hwm_load, hwm_steady, rss_steady, live_before,
                     act_peak};
     const nlohmann::json j = bench_json(*o, work, times, rec);

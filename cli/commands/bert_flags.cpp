@@ -1,6 +1,8 @@
 // The flags of the text commands -> infer::BertSource; see bert_flags.h.
 #include "bert_flags.h"
 
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -13,17 +15,30 @@ void add_vocab_flag(CLI::App* c, BertFlags& f) {
                 "bert-base-uncased's for uncased models; tokenizer_config.json beside it is read too)");
 }
 
+void add_dtype_flag(CLI::App* c, std::string& dtype) {
+  c->add_option("--dtype", dtype, "f32 | bf16 (Linear weights in bf16) | int8 (Linear weights int8 per channel, "
+                "activations int8 per token)")->capture_default_str();
+}
+
+DType parse_linear_dtype(const std::string& dtype, const char* cmd) {
+  ATTN_CHECK(dtype == "f32" || dtype == "bf16" || dtype == "int8", cmd, ": expected --dtype f32, bf16 or int8, got '",
+             dtype, "'");
+  return dtype == "bf16" ? DType::bf16 : dtype == "int8" ? DType::i8 : DType::f32;
+}
+
 void add_bert_flags(CLI::App* c, BertFlags& f) {
   c->add_option("--weights", f.weights, "transformers' BERT weights (model.safetensors; config.json beside them)");
   c->add_option("--model", f.model, "registry name of the weights' base config (default bert-base-uncased)");
   c->add_option("--config", f.config, "Hugging Face config.json (default: config.json beside --weights)");
   c->add_option("--model-config", f.model_config, "JSON object of config overrides for --weights");
   add_vocab_flag(c, f);
+  add_dtype_flag(c, f.dtype);
 }
 
 infer::BertSource BertFlags::take_source(std::vector<std::string>& args, const char* cmd) const {
   infer::BertSource s;
   s.vocab = vocab;
+  s.linear_dtype = parse_linear_dtype(dtype, cmd);
   if (weights.empty()) {
     ATTN_CHECK(model.empty() && config.empty() && model_config.empty(), cmd, ": --model, --config and "
                "--model-config go with --weights; an attn checkpoint describes its own model");
@@ -43,6 +58,18 @@ infer::BertSource BertFlags::take_source(std::vector<std::string>& args, const c
     }
   }
   return s;
+}
+
+void copy_bert_tokenizer_files(const std::string& in, const std::string& out, const char* cmd) {
+  namespace fs = std::filesystem;
+  for (const char* name : {"vocab.txt", "tokenizer_config.json"}) {
+    const fs::path from = fs::path(in).parent_path() / name, to = fs::path(out).parent_path() / name;
+    if (!fs::is_regular_file(from) || fs::exists(to)) continue;
+    std::error_code ec;
+    fs::copy_file(from, to, ec);
+    ATTN_CHECK(!ec, cmd, ": cannot copy ", from.string(), " to ", to.string(), ": ", ec.message());
+    std::printf("copied %s -> %s\n", from.string().c_str(), to.string().c_str());
+  }
 }
 
 std::vector<std::string> read_lines(const std::string& path, const char* cmd) {

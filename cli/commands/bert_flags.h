@@ -17,17 +17,26 @@ namespace attn::cli {
 
 struct BertFlags {
   std::string weights, model, config, model_config, vocab;
+  std::string dtype = "f32";
 
   // The source, taken out of `args` (its first element is the checkpoint unless --weights is given);
   // what is left are the command's texts. Flag errors name `cmd`.
   infer::BertSource take_source(std::vector<std::string>& args, const char* cmd) const;
 };
 
-// --weights --model --config --model-config --vocab.
+// --weights --model --config --model-config --vocab --dtype.
 void add_bert_flags(CLI::App* c, BertFlags& f);
+// --dtype f32 | bf16 | int8 (the Linear weights), for the commands that take no other BERT flags.
+void add_dtype_flag(CLI::App* c, std::string& dtype);
+// DType::f32, bf16 or i8 for a --dtype value; errors name `cmd`.
+DType parse_linear_dtype(const std::string& dtype, const char* cmd);
 // --model --config --model-config are shared with the image flags of the same command (explain):
 // only --vocab is added.
 void add_vocab_flag(CLI::App* c, BertFlags& f);
+
+// Copies vocab.txt and tokenizer_config.json from beside `in` to beside `out` (a Hugging Face model
+// directory's, or a checkpoint's), where the text commands look for them; files already there are kept.
+void copy_bert_tokenizer_files(const std::string& in, const std::string& out, const char* cmd);
 
 // The lines of a file ('-': standard input), without their "\n" or "\r\n".
 std::vector<std::string> read_lines(const std::string& path, const char* cmd);

@@ -7,6 +7,7 @@
 #include "attn/attn.h"
 #include "attn/infer/text_classify.h"
 #include "../commands.h"
+#include "bert_flags.h"
 
 namespace attn::cli {
 
@@ -31,6 +32,7 @@ void add_classify_text(CLI::App& app) {
     int64_t topk = 5;
     bool json = false;
     int threads = 0;
+    std::string dtype = "f32";
   };
   auto o = std::make_shared<Opts>();
   c->add_option("checkpoint", o->ckpt, "a checkpoint of attn train --task classify")->required();
@@ -38,10 +40,11 @@ void add_classify_text(CLI::App& app) {
   c->add_option("--topk", o->topk, "probabilities listed (most probable first)")->capture_default_str();
   c->add_flag("--json", o->json, "one JSON object: {label, index, probs: {label: p}}");
   c->add_option("--threads", o->threads);
+  add_dtype_flag(c, o->dtype);
   c->callback([o] {
     apply_threads(o->threads);
     ATTN_CHECK(o->texts.size() <= 2, "classify-text: expected one text or a pair (two), got ", o->texts.size(), " texts");
-    const infer::TextModel m = infer::load_text_model(o->ckpt);
+    const infer::TextModel m = infer::load_text_model(o->ckpt, parse_linear_dtype(o->dtype, "classify-text"));
     const infer::TextClass r = infer::classify_text(m, o->texts[0], o->texts.size() > 1 ? o->texts[1] : "");
     if (o->json) {
       nlohmann::json probs = nlohmann::json::object();

@@ -7,7 +7,6 @@
 // beside the input (a Hugging Face model directory's) are copied beside the output, where the text
 // commands (fill-mask, embed, explain --text) look for them; files already there are kept.
 #include <cstdio>
-#include <filesystem>
 
 #include "attn/attn.h"
 #include "attn/io/safetensors.h"
@@ -15,25 +14,9 @@
 #include "attn/models/pretrained.h"
 #include "attn/train/checkpoint.h"
 #include "../commands.h"
+#include "bert_flags.h"
 
 namespace attn::cli {
-
-namespace {
-
-// Copies the tokenizer files beside `in` to beside `out` (see the top).
-void copy_bert_tokenizer_files(const std::string& in, const std::string& out) {
-  namespace fs = std::filesystem;
-  for (const char* name : {"vocab.txt", "tokenizer_config.json"}) {
-    const fs::path from = fs::path(in).parent_path() / name, to = fs::path(out).parent_path() / name;
-    if (!fs::is_regular_file(from) || fs::exists(to)) continue;
-    std::error_code ec;
-    fs::copy_file(from, to, ec);
-    ATTN_CHECK(!ec, "convert: cannot copy ", from.string(), " to ", to.string(), ": ", ec.message());
-    std::printf("copied %s -> %s\n", from.string().c_str(), to.string().c_str());
-  }
-}
-
-}  // namespace
 
 void add_convert(CLI::App& app) {
   auto* c = app.add_subcommand("convert", "convert timm / Hugging Face / torchvision ViT, DeiT or Swin weights or Hugging Face BERT weights to an attn checkpoint");
@@ -79,7 +62,7 @@ void add_convert(CLI::App& app) {
     std::printf("%s (%s layout, %zu tensors) -> %s: model %s, %lld parameters%s\n", o->in.c_str(), p.source.c_str(),
                 io::SafetensorsReader(o->in).entries().size(), o->out.c_str(), o->model.c_str(),
                 (long long)p.module->num_parameters(), p.pos_embed_resampled ? ", position embedding resampled" : "");
-    if (std::dynamic_pointer_cast<models::BertPreTrainedModel>(p.module)) copy_bert_tokenizer_files(o->in, o->out);
+    if (std::dynamic_pointer_cast<models::BertPreTrainedModel>(p.module)) copy_bert_tokenizer_files(o->in, o->out, "convert");
   });
 }
 

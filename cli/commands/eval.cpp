@@ -22,6 +22,7 @@
 #include "attn/train/tasks/translation.h"
 #include "attn/viz/plot.h"
 #include "../commands.h"
+#include "bert_flags.h"
 #include "source_flags.h"
 
 namespace attn::cli {
@@ -116,8 +117,9 @@ void eval_translation(const std::string& ckpt, io::CheckpointWeights weights, co
 // Accuracy and macro-F1 (sequence labelling: span F1 too) of a fine-tuned BERT checkpoint on a split
 // of the data it was trained on.
 void eval_text(const std::string& ckpt, const nlohmann::json& meta, const std::string& split, int64_t limit,
-               int64_t batch, bool json) {
-  const infer::TextModel m = infer::load_text_model(ckpt);
+               int64_t batch, bool json, DType linear_dtype) {
+  if (meta.contains("quantization") && linear_dtype == DType::f32) linear_dtype = DType::i8;   // attn quantize's
+  const infer::TextModel m = infer::load_text_model(ckpt, linear_dtype);
   ConfigReader r = ConfigReader(meta, "checkpoint '" + ckpt + "'").object("text_task");
   const std::string data = r.get<std::string>("data");
   const int64_t n = limit > 0 ? limit : 0;
@@ -131,7 +133,8 @@ void eval_text(const std::string& ckpt, const nlohmann::json& meta, const std::s
   const train::TextEvalResult e = train::evaluate_text_model(*m.pipeline.model, ex, d.labels, m.tagger,
                                                              m.pipeline.tokenizer.pad_id(), batch);
   if (json) {
-    nlohmann::json j = {{"checkpoint", ckpt}, {"data", data}, {"split", split}, {"count", e.count},
+    nlohmann::json j = {{"checkpoint", ckpt}, {"data", data}, {"split", split}, {"dtype", linear_dtype == DType::i8 ? "int8" : dtype_name(linear_dtype)},
+                        {"count", e.count},
                         {"loss", e.loss}, {"accuracy", e.accuracy}, {"macro_f1", e.macro_f1}};
     if (m.tagger) j.update({{"span_f1", e.span.f1}, {"span_precision", e.span.precision}, {"span_recall", e.span.recall},
                             {"gold_spans", e.span.gold}, {"predicted_spans", e.span.predicted}});
@@ -165,7 +168,8 @@ void add_eval(CLI::App& app) {
                 "fashion-mnist, or a folder holding train/ and test/ (or val/), one subfolder per class "
                 "(default: the data the checkpoint was trained on, else fashion-mnist); for foreign / converted "
                 "ImageNet weights a folder of class subfolders (DIR/val or DIR/test is used when present)");
-  add_source_flags(c, o->source, "foreign / converted weights: f32 | bf16 (Linear weights)");
+  add_source_flags(c, o->source, "f32 | bf16 (Linear weights in bf16) | int8 (Linear weights int8 per channel, "
+                   "activations int8 per token): image classifiers and BERT text models");
   c->add_option("--data-dir", o->data_dir, "where the Fashion-MNIST files are")->capture_default_str();
   c->add_option("--split", o->split, "train | val | test")->capture_default_str();
   c->add_option("--limit", o->limit,
@@ -198,22 +202,28 @@ void add_eval(CLI::App& app) {
                      o->json);
       return;
     }
-    ATTN_CHECK(o->source.dtype == "f32" && !o->source.preprocess_given(),
-               "eval: --dtype and the preprocessing flags go with foreign or converted weights; attn's own "
-               "checkpoints are evaluated as they were trained");
+    ATTN_CHECK(!o->source.preprocess_given(), "eval: the preprocessing flags go with foreign or converted weights; "
+               "attn's own checkpoints are evaluated as they were trained");
     if (const nlohmann::json meta = io::read_checkpoint_metadata(src.path);
         meta.contains("text_task") && meta.contains("task")) {
       no_confusion("BERT text models");
-      eval_text(o->ckpt, meta, split_given ? o->split : "test", o->limit, std::min<int64_t>(o->batch, 64), o->json);
+      eval_text(o->ckpt, meta, split_given ? o->split : "test", o->limit, std::min<int64_t>(o->batch, 64), o->json,
+                src.linear_dtype);
       return;
     }
     if (infer::is_translation_checkpoint(o->ckpt)) {
       no_confusion("translation models");
+      ATTN_CHECK(o->source.dtype == "f32", "eval: --dtype is for image classifiers and BERT text models, not "
+                 "translation models");
       eval_translation(o->ckpt, src.weights, o->split, o->limit, o->beam, o->length_penalty, o->hyps_out, o->json);
       return;
     }
-    // As trained: normalised with the checkpoint's mean / std at the model's image size, weights unpacked.
-    src.pack_linear_weights = false;
+    // A checkpoint from attn quantize runs int8 whatever --dtype says (f32 or int8; bf16 is an error).
+    const bool int8_file = io::read_checkpoint_metadata(src.path).contains("quantization");
+    if (int8_file && src.linear_dtype == DType::f32) src.linear_dtype = DType::i8;
+    // As trained: normalised with the checkpoint's mean / std at the model's image size, f32 weights
+    // unpacked (the training GEMM's own sums); int8 weights packed (their int32 sums are exact either way).
+    src.pack_linear_weights = src.linear_dtype == DType::i8;
     const std::shared_ptr<models::ImageClassifier> model = models::load_pretrained(src).model;
     const models::CheckpointInputs in = models::checkpoint_inputs(o->ckpt);
     if (o->data.empty()) o->data = in.data.empty() ? "fashion-mnist" : in.data;
@@ -242,8 +252,8 @@ void add_eval(CLI::App& app) {
     if (!o->confusion.empty())
       viz::write_confusion_svg(o->confusion, o->data + "/" + o->split, in.class_names, r.labels, r.predictions);
     if (o->json) {
-      nlohmann::json j = {{"checkpoint", o->ckpt}, {"split", o->split}, {"accuracy", r.accuracy},
-                          {"loss", r.loss}, {"count", r.count}};
+      nlohmann::json j = {{"checkpoint", o->ckpt}, {"split", o->split}, {"dtype", int8_file ? "int8" : o->source.dtype},
+                          {"accuracy", r.accuracy}, {"loss", r.loss}, {"count", r.count}};
       if (!o->confusion.empty()) {
         // rows: true class, columns: predicted
         const std::vector<int64_t> m = viz::confusion_matrix(r.labels, r.predictions, in.num_classes);

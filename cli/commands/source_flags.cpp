@@ -86,8 +86,9 @@ models::PretrainedSource SourceFlags::take_source(std::vector<std::string>& args
     if (ema) s.weights = io::CheckpointWeights::ema;
     args.erase(args.begin());
   }
-  ATTN_CHECK(dtype == "f32" || dtype == "bf16", cmd, ": expected --dtype f32 or bf16, got '", dtype, "'");
-  s.linear_dtype = dtype == "bf16" ? DType::bf16 : DType::f32;
+  ATTN_CHECK(dtype == "f32" || dtype == "bf16" || dtype == "int8", cmd, ": expected --dtype f32, bf16 or int8, got '",
+             dtype, "'");
+  s.linear_dtype = dtype == "bf16" ? DType::bf16 : dtype == "int8" ? DType::i8 : DType::f32;
   if (resize) s.preprocess.resize_size = resize;
   if (crop) s.preprocess.crop_size = crop;
   if (crop_pct) s.preprocess.crop_pct = crop_pct;

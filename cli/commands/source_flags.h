@@ -9,7 +9,7 @@
 // are the command's other inputs (images) alone. The flags:
 //   --weights --model --format --config --model-config --image-size --pos-embed-antialias   foreign weights
 //   --resize --crop --crop-pct --interpolation --mean --std                                  preprocessing
-//   --dtype f32 | bf16                                                                       where offered
+//   --dtype f32 | bf16 | int8                                                                where offered
 //   --ema                                     an attn checkpoint's EMA weights (a run trained with --ema-decay)
 #pragma once
 #include <cstddef>

@@ -5,13 +5,14 @@
 #include "attn/attn.h"
 #include "attn/infer/text_classify.h"
 #include "../commands.h"
+#include "bert_flags.h"
 
 namespace attn::cli {
 
 void add_tag(CLI::App& app) {
   auto* c = app.add_subcommand("tag", "the labels of a text's words (a fine-tuned BERT token classifier)");
   struct Opts {
-    std::string ckpt, text;
+    std::string ckpt, text, dtype = "f32";
     bool json = false, tokens = false;
     int threads = 0;
   };
@@ -21,9 +22,10 @@ void add_tag(CLI::App& app) {
   c->add_flag("--tokens", o->tokens, "also list every WordPiece token with its label");
   c->add_flag("--json", o->json, "one JSON object: {words, tags, tokens, token_tags, spans}");
   c->add_option("--threads", o->threads);
+  add_dtype_flag(c, o->dtype);
   c->callback([o] {
     apply_threads(o->threads);
-    const infer::TextModel m = infer::load_text_model(o->ckpt);
+    const infer::TextModel m = infer::load_text_model(o->ckpt, parse_linear_dtype(o->dtype, "tag"));
     const infer::TaggedText t = infer::tag_text(m, o->text);
     if (o->json) {
       nlohmann::json spans = nlohmann::json::array();

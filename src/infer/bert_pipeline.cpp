@@ -63,6 +63,7 @@ BertPipeline load_bert_pipeline(const BertSource& s) {
     src.model_config = s.model_config;
   }
   src.image_classifier_only = false;
+  src.linear_dtype = s.linear_dtype;
   models::Pretrained p = models::load_pretrained(src);
   auto model = std::dynamic_pointer_cast<models::BertPreTrainedModel>(p.module);
   ATTN_CHECK(model != nullptr, "bert: '", src.path, "' holds ", p.model_name, ", not a BERT");

@@ -77,9 +77,10 @@ SpanScore span_f1(const std::vector<std::vector<std::string>>& gold, const std::
   return s;
 }
 
-TextModel load_text_model(const std::string& checkpoint) {
+TextModel load_text_model(const std::string& checkpoint, DType linear_dtype) {
   BertSource src;
   src.checkpoint = checkpoint;
+  src.linear_dtype = linear_dtype;
   TextModel m{load_bert_pipeline(src), false, {}, 128};
   const models::BertConfig& c = m.pipeline.model->cfg();
   ATTN_CHECK(c.architecture == models::BertArchitecture::sequence_classification ||

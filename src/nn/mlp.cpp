@@ -46,7 +46,8 @@ Tensor MLP::forward(const Tensor& x) const {
   // fewer). Same values: the GEMM's f32 result plus the bias, then GELU, in both forms.
   const bool fused = opt_.act != Activation::relu && fc1->bias.defined() &&
                      (x.dtype() == DType::f32 || x.dtype() == DType::f64) &&
-                     (fc1->weight.dtype() == x.dtype() || (fc1->weight.dtype() == DType::bf16 && x.dtype() == DType::f32)) &&
+                     (fc1->weight.dtype() == x.dtype() ||
+                      ((fc1->weight.dtype() == DType::bf16 || fc1->weight.dtype() == DType::i8) && x.dtype() == DType::f32)) &&
                      fc1->bias.dtype() == x.dtype() && x.dim() >= 1 && x.size(-1) == fc1->weight.size(1);
   Tensor a = fused ? bias_gelu(linear(x, fc1->weight), fc1->bias,
                                opt_.act == Activation::gelu_tanh ? GeluApprox::tanh : GeluApprox::none)

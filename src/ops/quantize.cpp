@@ -109,6 +109,11 @@ int int8_activation_max() {
   return q;
 }
 
+const char* int8_gemm_name() {
+  return int8_activation_max() == 127 ? "u8 x s8 -> s32 (8-bit activations)"
+                                      : "u8 x s8 -> s32 (7-bit activations: 16-bit pair sums)";
+}
+
 namespace detail {
 
 bool prepare_int8_pack(const Tensor& w) {

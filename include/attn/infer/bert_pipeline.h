@@ -36,6 +36,7 @@ struct BertSource {
   std::string config;                                       // weights: config.json ("": the one beside them)
   nlohmann::json model_config = nlohmann::json::object();   // weights: overrides on the config
   std::string vocab;                                        // vocab.txt ("": found as above)
+  DType linear_dtype = DType::f32;                          // bf16 or i8 (int8): the Linear weights' dtype
 };
 
 struct BertPipeline {

@@ -52,7 +52,8 @@ struct TextModel {
   std::vector<std::string> labels;     // id2label in id order
   int64_t max_length = 128;
 };
-TextModel load_text_model(const std::string& checkpoint);
+// linear_dtype: f32, bf16 or i8 (int8 inference; see attn/ops/quantize.h).
+TextModel load_text_model(const std::string& checkpoint, DType linear_dtype = DType::f32);
 
 struct TextClass {
   int64_t index = 0;

@@ -61,7 +61,8 @@ struct PretrainedSource {
   // attn checkpoints: the model's weights, or the EMA of them that a run with --ema-decay keeps.
   io::CheckpointWeights weights = io::CheckpointWeights::model;
   // Any source.
-  DType linear_dtype = DType::f32;                          // bf16: Linear weights converted as they stream in
+  DType linear_dtype = DType::f32;                          // bf16: Linear weights converted as they stream in;
+                                                            // i8: quantized once loaded (ops/quantize.h)
                                                             // (BERT: after an f32 load; see bert.h)
   data::PreprocessOverrides preprocess;                     // over the source's eval transform
   bool pack_linear_weights = true;                          // inference only from then on
@@ -94,7 +95,8 @@ Pretrained load_pretrained(const PretrainedSource& source);
 
 // The image classifier of an attn checkpoint, rebuilt from its metadata "config" (with its "model"
 // name) and loaded strictly, streamed one tensor at a time into a model whose Linear weights are
-// `linear_dtype` (f32, or bf16: converted tensor by tensor, the f32 copy never held whole); the
+// `linear_dtype` (f32; bf16: converted tensor by tensor, the f32 copy never held whole; i8: quantized
+// per channel once loaded, or as they are when the file holds int8 weights from `attn quantize`); the
 // optimizer state and the weights not asked for are skipped. Peak memory: the model in its final dtypes plus one tensor. In eval
 // mode, not packed. The messages are train::load_checkpoint's. `weights`: the model's own, or the EMA
 // weights of a run trained with --ema-decay (an error when the file has none).

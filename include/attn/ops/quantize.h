@@ -38,5 +38,7 @@ Tensor int8_weight_scale(const Tensor& weight);
 // (AVX512-VNNI, AVX-VNNI, AMX), 63 elsewhere (AVX2, AVX-512 without VNNI: their 16-bit pair sums
 // saturate beyond it; 7-bit activations, as PyTorch's reduce_range). Probed once.
 int int8_activation_max();
+// "u8 x s8 -> s32 (8-bit activations)" or "... (7-bit activations: 16-bit pair sums)".
+const char* int8_gemm_name();
 
 }  // namespace attn

@@ -3,6 +3,8 @@
 #include "attn/models/pretrained.h"
 
 #include <fstream>
+#include <set>
+#include <string_view>
 #include <sstream>
 
 #include "attn/core/error.h"
@@ -47,11 +49,33 @@ std::vector<std::string> names_from_id2label(const nlohmann::json& j, int64_t nu
   return placeholder ? std::vector<std::string>{} : names;
 }
 
+// A checkpoint written by `attn quantize` holds some Linears in int8: "<name>.weight" I8 beside
+// "<name>.weight_scale". Those Linears of `m` are made int8 before the load (which then fills them);
+// every other dtype asked for is an error, as int8 weights have no f32 or bf16 values to give.
+template <class Key>
+void prepare_int8_linears(nn::Module& m, const io::SafetensorsReader& file, const Key& key, DType linear_dtype) {
+  std::set<std::string> int8;
+  for (const io::SafetensorsEntry& e : file.entries()) {
+    const std::optional<std::string> k = key(e.name);
+    constexpr std::string_view kScale = ".weight_scale";
+    if (k && k->ends_with(kScale)) int8.insert(k->substr(0, k->size() - kScale.size()));
+  }
+  if (int8.empty()) return;
+  ATTN_CHECK(linear_dtype == DType::f32 || linear_dtype == DType::i8, "load: checkpoint '", file.path(), "' holds "
+             "int8 Linear weights (written by attn quantize): load it as int8, not ", dtype_name(linear_dtype));
+  nn::make_linear_weights_int8(m, [&](const std::string& name) { return int8.count(name) > 0; });
+}
+
+// After the load: int8 asked for (and not in the file already) quantizes the f32 weights now.
+void quantize_if_asked(nn::Module& m, DType linear_dtype) {
+  if (linear_dtype == DType::i8) nn::quantize_linear_weights_int8(m);
+}
+
 // The model of an open checkpoint, with the weights asked for (see load_classifier_checkpoint).
 std::shared_ptr<ImageClassifier> load_model(const io::SafetensorsReader& file, const nlohmann::json& meta,
                                             DType linear_dtype, io::CheckpointWeights which) {
-  ATTN_CHECK(linear_dtype == DType::f32 || linear_dtype == DType::bf16, "load: expected the Linear weights' dtype "
-             "f32 or bf16, got ", dtype_name(linear_dtype));
+  ATTN_CHECK(linear_dtype == DType::f32 || linear_dtype == DType::bf16 || linear_dtype == DType::i8, "load: expected "
+             "the Linear weights' dtype f32, bf16 or i8, got ", dtype_name(linear_dtype));
   ConfigReader r(meta, "checkpoint '" + file.path() + "'");
   ConfigReader cfg = r.object("config");
   const std::string name = cfg.get<std::string>("model");
@@ -68,12 +92,14 @@ std::shared_ptr<ImageClassifier> load_model(const io::SafetensorsReader& file, c
   ATTN_CHECK(which == io::CheckpointWeights::model || io::checkpoint_has_ema(file), "load: checkpoint '",
              file.path(), "' has no EMA weights (its run was trained without --ema-decay)");
   const auto key = [which](const std::string& k) { return io::checkpoint_weight_key(k, which); };
+  prepare_int8_linears(*model, file, key, linear_dtype);
   nn::Module::ShapeList shapes;
   for (const io::SafetensorsEntry& e : file.entries())
     if (auto k = key(e.name)) shapes.emplace_back(std::move(*k), e.shape);
   const std::string why = model->shape_mismatch(shapes, /*strict=*/true, /*max_listed=*/5);
   if (!why.empty()) fail("load_checkpoint: '", file.path(), "' is for another model: ", why);
   model->load_state_dict(file, {.strict = true, .key = key});   // checked above: cannot fail now
+  quantize_if_asked(*model, linear_dtype);
   model->eval();
   return model;
 }
@@ -82,8 +108,8 @@ std::shared_ptr<ImageClassifier> load_model(const io::SafetensorsReader& file, c
 // loaded strictly, its class names from the config's id2label.
 Pretrained from_other_checkpoint(const io::SafetensorsReader& file, Pretrained p, const std::string& name,
                                  const PretrainedSource& s) {
-  ATTN_CHECK(s.linear_dtype == DType::f32 || s.linear_dtype == DType::bf16, "load: expected the Linear weights' "
-             "dtype f32 or bf16, got ", dtype_name(s.linear_dtype));
+  ATTN_CHECK(s.linear_dtype == DType::f32 || s.linear_dtype == DType::bf16 || s.linear_dtype == DType::i8, "load: "
+             "expected the Linear weights' dtype f32, bf16 or i8, got ", dtype_name(s.linear_dtype));
   ATTN_CHECK(s.weights == io::CheckpointWeights::model || io::checkpoint_has_ema(file), "load: checkpoint '",
              file.path(), "' has no EMA weights");
   ConfigReader r(p.metadata, "checkpoint '" + file.path() + "'");
@@ -95,6 +121,7 @@ Pretrained from_other_checkpoint(const io::SafetensorsReader& file, Pretrained p
     fail("checkpoint '", file.path(), "': ", e.what());
   }
   const auto key = [w = s.weights](const std::string& k) { return io::checkpoint_weight_key(k, w); };
+  prepare_int8_linears(*p.module, file, key, s.linear_dtype);
   nn::Module::ShapeList shapes;
   for (const io::SafetensorsEntry& e : file.entries())
     if (auto k = key(e.name)) shapes.emplace_back(std::move(*k), e.shape);
@@ -103,6 +130,7 @@ Pretrained from_other_checkpoint(const io::SafetensorsReader& file, Pretrained p
   p.module->load_state_dict(file, {.strict = true, .key = key});
   // bf16 after the f32 load: tied weights (BERT's MLM decoder) load once, then each Linear gets its own.
   if (s.linear_dtype == DType::bf16) nn::convert_linear_weights_to_bf16(*p.module);
+  quantize_if_asked(*p.module, s.linear_dtype);
   p.module->eval();
   p.model_name = name;
   p.source = r.has("source_format") ? r.get<std::string>("source_format") : "attn";
@@ -174,8 +202,8 @@ std::string config_beside(const std::string& weights) {
 Pretrained from_foreign_bert(const PretrainedSource& s) {
   ATTN_CHECK(s.format == "auto" || s.format == "hf", "load_pretrained: BERT weights are read in transformers' "
              "layout (format hf or auto), not '", s.format, "'");
-  ATTN_CHECK(s.linear_dtype == DType::f32 || s.linear_dtype == DType::bf16, "load_pretrained: expected the "
-             "Linear weights' dtype f32 or bf16, got ", dtype_name(s.linear_dtype));
+  ATTN_CHECK(s.linear_dtype == DType::f32 || s.linear_dtype == DType::bf16 || s.linear_dtype == DType::i8,
+             "load_pretrained: expected the Linear weights' dtype f32, bf16 or i8, got ", dtype_name(s.linear_dtype));
   ATTN_CHECK(s.image_size == 0 && !s.pos_embed_antialias, "load_pretrained: image_size and pos_embed_antialias "
              "are for ViT weights, not BERT ('", s.model, "')");
   const io::SafetensorsReader f(s.path);
@@ -188,6 +216,7 @@ Pretrained from_foreign_bert(const PretrainedSource& s) {
   // bf16 after the f32 load (the MLM decoder is the word embeddings while loading; it then gets its own
   // bf16 copy, the embeddings staying f32).
   if (s.linear_dtype == DType::bf16) nn::convert_linear_weights_to_bf16(*r.model);
+  quantize_if_asked(*r.model, s.linear_dtype);
   Pretrained p;
   p.module = r.model;
   p.model_name = s.model;
@@ -206,7 +235,7 @@ Pretrained from_foreign_swin(const PretrainedSource& s) {
   opt.model = s.model;
   opt.overrides = s.model_config.is_null() ? nlohmann::json::object() : s.model_config;
   opt.image_size = s.image_size;
-  opt.linear_dtype = s.linear_dtype;
+  opt.linear_dtype = s.linear_dtype == DType::i8 ? DType::f32 : s.linear_dtype;   // int8: quantized once loaded
   opt.format = s.format == "auto" ? detect_swin_format(f) : parse_weight_format(s.format);
   ATTN_CHECK(s.hf_config.empty() || opt.format == WeightFormat::hf, "load_pretrained: hf_config is for weights in "
              "Hugging Face's layout, got layout ", weight_format_name(opt.format));
@@ -215,6 +244,7 @@ Pretrained from_foreign_swin(const PretrainedSource& s) {
   if (!cfg_path.empty()) opt.hf_config = read_json_file(cfg_path);
   Pretrained p;
   auto m = load_foreign_swin(f, opt);
+  quantize_if_asked(*m, s.linear_dtype);
   p.model = m;
   p.module = m;
   p.model->eval();
@@ -243,7 +273,7 @@ Pretrained from_foreign(const PretrainedSource& s) {
   // The header only: the tensors are streamed into the model one layer at a time (load_foreign_vit).
   const io::SafetensorsReader f(s.path);
   ForeignVitOptions opt;
-  opt.linear_dtype = s.linear_dtype;
+  opt.linear_dtype = s.linear_dtype == DType::i8 ? DType::f32 : s.linear_dtype;   // int8: quantized once loaded
   opt.model = s.model;
   opt.overrides = s.model_config;
   opt.image_size = s.image_size;
@@ -254,6 +284,7 @@ Pretrained from_foreign(const PretrainedSource& s) {
   if (cfg_path.empty() && fmt == WeightFormat::hf) cfg_path = config_beside(s.path);
   if (!cfg_path.empty()) opt.hf_config = read_json_file(cfg_path);
   ForeignVit r = load_foreign_vit(f, opt);
+  quantize_if_asked(*r.model, s.linear_dtype);
   Pretrained p;
   p.model = r.model;
   p.module = r.model;

@@ -66,9 +66,10 @@ MultiHeadResult SelfAttention::forward(const Tensor& x, const Tensor& mask, bool
   const int64_t C = opt_.dim, NH = opt_.num_heads;
   ATTN_CHECK(x.defined() && x.dim() == 3 && x.size(2) == C, "SelfAttention: expected x of shape (B, T, ", C,
              "), got ", shape_of(x));
+  // bf16 and int8 weights (inference) take f32 activations.
   const DType wdt = qkv->weight.dtype();
-  ATTN_CHECK(x.dtype() == wdt || (wdt == DType::bf16 && x.dtype() == DType::f32), "SelfAttention: expected x of dtype ",
-             dtype_name(wdt == DType::bf16 ? DType::f32 : wdt), ", got ", dtype_name(x.dtype()));
+  const DType xdt = wdt == DType::bf16 || wdt == DType::i8 ? DType::f32 : wdt;
+  ATTN_CHECK(x.dtype() == xdt, "SelfAttention: expected x of dtype ", dtype_name(xdt), ", got ", dtype_name(x.dtype()));
   const int64_t B = x.size(0), T = x.size(1);
   if (mask.defined()) {
     ATTN_CHECK(mask.dtype() == DType::u8 || mask.dtype() == x.dtype(), "SelfAttention: expected a u8 (bool) or ",
