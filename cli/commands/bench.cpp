@@ -150,7 +150,7 @@ std::shared_ptr<models::Model> load_bench_model(const BenchOpts& o, std::string&
   // Random weights; a no-op for loaded ones (bf16 already). BERT's MLM decoder gets its own bf16 copy of
   // the (f32) word embeddings.
   if (o.dtype == "bf16") nn::convert_linear_weights_to_bf16(*model);
-  if (o.dtype == "int8") nn::quantize_linear_weights_int8(*model);
+  if (o.dtype == "int8") models::quantize_model_int8(*model);
   // Weights packed once into the GEMM's layout, as predict / eval do (nn::pack_linear_weights).
   packed = o.no_pack ? 0 : nn::pack_linear_weights(*model);
   return model;

@@ -1,7 +1,8 @@
 // attn quantize CKPT --out Q.safetensors [--ema] [--keep-f32 NAME,...]
 // attn quantize --weights W --model NAME [--format F] [--config C] --out Q.safetensors
 // An attn checkpoint (trained, or converted) or foreign weights -> an attn checkpoint whose Linear weights
-// are int8, per output channel (attn/ops/quantize.h): "<name>.weight" I8 and "<name>.weight_scale" F32,
+// are int8, per output channel (attn/ops/quantize.h): "<name>.weight" I8 and "<name>.weight_scale" F32, and
+// so are a BERT's word embeddings (per token row; an MLM decoder tied to them reads the same codes);
 // everything else as it was. The commands that take --dtype int8 load it as int8 without quantizing again
 // (predict, eval, bench --weights, fill-mask, classify-text, tag), at a quarter of the Linear weights'
 // bytes on disk and in memory. The metadata of the source (model config, data, labels, text task) is kept,
@@ -68,10 +69,12 @@ void add_quantize(CLI::App& app) {
       for (const auto& [name, m] : p.module->named_modules()) found = found || (name == k && dynamic_cast<nn::Linear*>(m.get()));
       ATTN_CHECK(found, "quantize: --keep-f32 names '", k, "', which is no Linear layer of ", p.model_name);
     }
-    nn::quantize_linear_weights_int8(*p.module, keep);
-    int64_t quantized = 0, linears = 0;
-    for (const auto& [name, m] : p.module->named_modules())
+    models::quantize_model_int8(*p.module, keep);
+    int64_t quantized = 0, linears = 0, tables = 0;
+    for (const auto& [name, m] : p.module->named_modules()) {
       if (auto* l = dynamic_cast<nn::Linear*>(m.get())) ++linears, quantized += l->weight.dtype() == DType::i8;
+      if (auto* e = dynamic_cast<nn::Embedding*>(m.get())) tables += e->weight.dtype() == DType::i8;
+    }
     nlohmann::json extra = p.metadata;
     for (const char* k : {"format", "optimizer"}) extra.erase(k);   // the writer's own (no optimizer state is kept)
     extra["config"] = p.module->config();
@@ -79,12 +82,14 @@ void add_quantize(CLI::App& app) {
                              {"weights", "symmetric per output channel"},
                              {"activations", "symmetric per token, at run time"},
                              {"linear_layers", linears},
-                             {"quantized", quantized}};
+                             {"quantized", quantized},
+                             {"embedding_tables", tables}};
     train::save_checkpoint(o->out, *p.module, nullptr, extra);
     const int64_t after = weight_bytes(*p.module);
-    std::printf("%s -> %s: %s, %lld of %lld Linear layers int8; weights %.1f MB -> %.1f MB (%.2fx)\n",
+    std::printf("%s -> %s: %s, %lld of %lld Linear layers int8%s; weights %.1f MB -> %.1f MB (%.2fx)\n",
                 src.path.c_str(), o->out.c_str(), p.model_name.c_str(), (long long)quantized, (long long)linears,
-                double(before) / 1e6, double(after) / 1e6, double(after) / double(before));
+                tables ? " and the word embeddings" : "", double(before) / 1e6, double(after) / 1e6,
+                double(after) / double(before));
     if (std::dynamic_pointer_cast<models::BertPreTrainedModel>(p.module)) copy_bert_tokenizer_files(src.path, o->out, "quantize");
   });
 }

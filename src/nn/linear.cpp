@@ -85,12 +85,12 @@ std::vector<std::pair<std::string, Linear*>> named_linears(Module& m) {
   return out;
 }
 
-// Gives `l` the i8 weight and scales of `q`: the scales become its buffer "weight_scale", which the
-// weight's storage refers to.
-void set_int8(Linear& l, Int8Weight q) {
-  l.weight = std::move(q.weight);
-  Tensor& scale = l.register_buffer("weight_scale", std::move(q.scale));
-  set_int8_weight_scale(l.weight, scale);
+// Gives the layer (a Linear or an Embedding: its registered `weight`) the i8 weight and scales of `q`:
+// the scales become its buffer "weight_scale", which the weight's storage refers to.
+void set_int8(Module& layer, Tensor& weight, Int8Weight q) {
+  weight = std::move(q.weight);
+  Tensor& scale = layer.register_buffer("weight_scale", std::move(q.scale));
+  set_int8_weight_scale(weight, scale);
 }
 }  // namespace
 
@@ -105,18 +105,59 @@ int64_t quantize_linear_weights_int8(Module& m, const std::vector<std::string>& 
     const int64_t before = l->weight.numel() * int64_t(l->weight.element_size());
     Int8Weight q = quantize_weight_int8(l->weight);
     saved += before - l->weight.numel() - q.scale.numel() * 4;
-    set_int8(*l, std::move(q));
+    set_int8(*l, l->weight, std::move(q));
   }
+  return saved;
+}
+
+namespace {
+Embedding& embedding_at(Module& m, const std::string& name) {
+  if (auto* e = dynamic_cast<Embedding*>(&m); e && name.empty()) return *e;
+  for (auto& [n, mod] : m.named_modules())
+    if (auto* e = dynamic_cast<Embedding*>(mod.get()); e && n == name) return *e;
+  fail("quantize_embedding_int8: no Embedding named '", name, "'");
+}
+
+// Makes the table of `e` int8 with `make` (which replaces e.weight), keeping the Linears of `m` that
+// shared the old table tied to the new one.
+template <class Make>
+void replace_table(Module& m, Embedding& e, Make make) {
+  std::vector<Linear*> tied;
+  for (auto& [n, l] : named_linears(m))
+    if (l->weight.defined() && l->weight.is_same(e.weight)) tied.push_back(l);
+  for (Linear* l : tied) l->weight = Tensor();
+  make();
+  for (Linear* l : tied) l->weight = e.weight;
+}
+}  // namespace
+
+int64_t quantize_embedding_int8(Module& m, const std::string& name) {
+  Embedding& e = embedding_at(m, name);
+  if (e.weight.dtype() == DType::i8) return 0;
+  int64_t tied = 0;
+  for (auto& [n, l] : named_linears(m)) tied += l->weight.defined() && l->weight.is_same(e.weight);
+  if (e.weight.impl_ptr().use_count() != 1 + tied || e.weight.impl().storage.use_count() != 1) return 0;
+  const int64_t before = e.weight.numel() * int64_t(e.weight.element_size());
+  int64_t saved = 0;
+  replace_table(m, e, [&] {
+    Int8Weight q = quantize_weight_int8(e.weight);
+    saved = before - e.weight.numel() - q.scale.numel() * 4;
+    set_int8(e, e.weight, std::move(q));
+  });
   return saved;
 }
 
 int64_t make_linear_weights_int8(Module& m, const std::function<bool(const std::string&)>& quantized) {
   int64_t n = 0;
-  for (auto& [name, l] : named_linears(m)) {
-    if (l->weight.dtype() == DType::i8 || !quantized(name)) continue;
-    set_int8(*l, {Tensor::empty(l->weight.shape(), DType::i8), Tensor::ones({l->weight.size(0)}, DType::f32)});
+  auto make = [&](Module& layer, Tensor& w) {
+    set_int8(layer, w, {Tensor::empty(w.shape(), DType::i8), Tensor::ones({w.size(0)}, DType::f32)});
     ++n;
-  }
+  };
+  for (auto& [name, l] : named_linears(m))
+    if (l->weight.dtype() != DType::i8 && quantized(name)) make(*l, l->weight);
+  for (auto& [name, mod] : m.named_modules())
+    if (auto* e = dynamic_cast<Embedding*>(mod.get()); e && e->weight.dtype() != DType::i8 && quantized(name))
+      replace_table(m, *e, [&] { make(*e, e->weight); });
   return n;
 }
 

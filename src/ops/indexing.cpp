@@ -14,6 +14,7 @@
 #include "attn/ops/elementwise.h"
 #include "attn/ops/reduce.h"
 #include "../core/strided.h"
+#include "quantize_internal.h"
 
 namespace attn {
 
@@ -275,6 +276,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
   std::vector<int64_t> idx = read_indices(indices, V, "embedding", "");
   Shape os = indices.shape();
   os.push_back(C);
+  if (weight.dtype() == DType::i8) return detail::embedding_int8(weight, idx, os);
   Tensor w = weight.detach().contiguous();
   Tensor out = Tensor::empty(os, weight.dtype());
   const int64_t es = int64_t(weight.element_size());

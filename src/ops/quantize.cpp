@@ -125,6 +125,28 @@ bool prepare_int8_pack(const Tensor& w) {
   return true;
 }
 
+Tensor embedding_int8(const Tensor& weight, const std::vector<int64_t>& idx, const Shape& os) {
+  Int8Info* info = info_of(weight);
+  ATTN_CHECK(info, "embedding: the i8 table ", weight.shape(), " carries no scales (quantize it with "
+             "nn::quantize_embedding_int8; a copy of an int8 table loses them)");
+  ATTN_CHECK(!autograd::needs_grad({weight}), "embedding: an int8 table is for inference, and no gradient flows "
+             "through it");
+  const Tensor w = weight.contiguous();
+  const int64_t C = w.size(1);
+  Tensor out = Tensor::empty(os, DType::f32);
+  const int8_t* q = static_cast<const int8_t*>(w.raw_data());
+  const float* s = info->scale.data<float>();
+  float* o = out.data<float>();
+  parallel_for(0, int64_t(idx.size()), std::max<int64_t>(1, 16384 / C), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int8_t* row = q + idx[size_t(r)] * C;
+      const float sc = s[idx[size_t(r)]];
+      for (int64_t c = 0; c < C; ++c) o[r * C + c] = float(row[c]) * sc;
+    }
+  });
+  return out;
+}
+
 Tensor linear_int8(const Tensor& x, const Tensor& w, const Tensor& bias) {
   const int64_t N = w.size(0), K = w.size(1);
   Int8Info* info = info_of(w);

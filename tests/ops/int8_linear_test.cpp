@@ -173,3 +173,46 @@ TEST(Int8Linear, QuantizedModulesSaveAndLoad) {
   fsd.emplace_back("0.weight_scale", Tensor::ones({48}));
   EXPECT_NE(error_of([&] { r2->load_state_dict(fsd); }).find("0.weight is i8 in the model and f32"), std::string::npos);
 }
+
+// A table and an output layer that share it (BERT's word embeddings and MLM decoder): both read the
+// same int8 codes, the embedding per row, the Linear per output channel (the same rows); the tie holds
+// through a save and a load into a model made int8.
+TEST(Int8Linear, EmbeddingTiedToAnOutputLayer) {
+  NoGradGuard ng;
+  manual_seed(6);
+  struct Tied : nn::Module {
+    std::shared_ptr<nn::Embedding> emb = register_module("emb", std::make_shared<nn::Embedding>(50, 16));
+    std::shared_ptr<nn::Linear> out = register_module("out", std::make_shared<nn::Linear>(16, 50, false));
+    Tied() { out->weight = emb->weight; }
+  };
+  Tied t;
+  const Tensor ids = Tensor::from_vector(std::vector<int64_t>{3, 0, 49, 3}, {2, 2});
+  const Tensor f32 = t.emb->forward(ids);
+  EXPECT_EQ(nn::quantize_embedding_int8(t, "emb"), 50 * 16 * 3 - 50 * 4);
+  ASSERT_EQ(t.emb->weight.dtype(), DType::i8);
+  EXPECT_TRUE(t.out->weight.is_same(t.emb->weight)) << "still tied";
+  const Tensor rows = t.emb->forward(ids);
+  const Tensor expect = dequantize_weight_int8(t.emb->weight, int8_weight_scale(t.emb->weight));
+  EXPECT_TRUE(test::near(rows.select(0, 0).select(0, 1), expect.select(0, 0), 0, 0));
+  EXPECT_TRUE(test::near(rows, f32, 0.01 * max(abs(f32)).item(), 0));
+  const Tensor logits = t.out->forward(rows.reshape({4, 16}));
+  EXPECT_EQ(logits.shape(), (Shape{4, 50}));
+  const io::TensorList sd = t.state_dict();
+  std::vector<std::string> names;
+  for (const auto& [n, x] : sd) names.push_back(n);
+  EXPECT_EQ(names, (std::vector<std::string>{"emb.weight", "emb.weight_scale", "out.weight"}));
+
+  const std::string path = test::fresh_tmp_dir("attn_int8_linear_test", "tied") + "/t.safetensors";
+  io::save_safetensors(path, sd);
+  Tied r;
+  EXPECT_EQ(nn::make_linear_weights_int8(r, [](const std::string& n) { return n == "emb"; }), 1);
+  EXPECT_TRUE(r.out->weight.is_same(r.emb->weight));
+  r.load_state_dict(io::load_safetensors(path).tensors);
+  EXPECT_TRUE(test::near(r.emb->forward(ids), rows, 0, 0));
+  EXPECT_TRUE(test::near(r.out->forward(rows.reshape({4, 16})), logits, 0, 0));
+  // A table shared with something that is no Linear of the module stays as it is.
+  nn::Embedding lone(10, 4);
+  const Tensor keep = lone.weight;
+  EXPECT_EQ(nn::quantize_embedding_int8(lone, ""), 0);
+  EXPECT_EQ(lone.weight.dtype(), DType::f32);
+}

@@ -103,6 +103,11 @@ Pretrained load_pretrained(const PretrainedSource& source);
 std::shared_ptr<ImageClassifier> load_classifier_checkpoint(const std::string& path, DType linear_dtype = DType::f32,
                                                             io::CheckpointWeights weights = io::CheckpointWeights::model);
 
+// int8 inference (attn/ops/quantize.h): every Linear weight of `m` but those named in keep_f32
+// (nn::quantize_linear_weights_int8), and a BERT's word embeddings (one scale per token row; an MLM
+// decoder tied to them reads the same codes). Returns the bytes saved.
+int64_t quantize_model_int8(nn::Module& m, const std::vector<std::string>& keep_f32 = {});
+
 // Whether `path` is an attn checkpoint (its header has the checkpoint format); reads no tensor.
 bool is_attn_checkpoint(const std::string& path);
 

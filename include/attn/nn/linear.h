@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "attn/core/rng.h"
+#include "attn/nn/embedding.h"
 #include "attn/nn/module.h"
 
 namespace attn::nn {
@@ -64,9 +65,16 @@ int64_t make_linear_weights_bf16(Module& m);
 // without gradients. Returns the bytes the weights shrank by.
 int64_t quantize_linear_weights_int8(Module& m, const std::vector<std::string>& skip = {});
 
-// The same for a model about to load an int8 checkpoint: each Linear whose dotted name `quantized`
-// accepts gets an uninitialised i8 weight and f32 scales of its shape for the load to fill. Returns
-// the number of Linears made int8.
+// The embedding table at dotted name `name` in `m` in int8, one scale per row (per token), registered
+// as the layer's buffer "weight_scale" as above; nn::Embedding::forward then gives f32 rows (codes ·
+// scale). Linears of `m` tied to the table (an output layer sharing the word embeddings) are pointed
+// at the int8 table too: they read its codes with the row scales as their per-output-channel scales.
+// Left as it is (returning 0) when anything else shares the table. Returns the bytes saved.
+int64_t quantize_embedding_int8(Module& m, const std::string& name);
+
+// The same for a model about to load an int8 checkpoint: each Linear or Embedding whose dotted name
+// `quantized` accepts gets an uninitialised i8 weight and f32 scales of its shape for the load to
+// fill. Returns the number of layers made int8.
 int64_t make_linear_weights_int8(Module& m, const std::function<bool(const std::string&)>& quantized);
 
 // Inference: packs the weight of every Linear in `m` once into oneDNN's own layout for the GEMM, in

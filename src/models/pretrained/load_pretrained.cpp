@@ -12,6 +12,7 @@
 #include "attn/data/dataset.h"
 #include "attn/data/fashion_mnist.h"
 #include "attn/io/checkpoint.h"
+#include "attn/models/bert.h"
 #include "attn/models/bert_foreign.h"
 #include "attn/models/name_maps.h"
 #include "attn/nn/init.h"
@@ -68,7 +69,7 @@ void prepare_int8_linears(nn::Module& m, const io::SafetensorsReader& file, cons
 
 // After the load: int8 asked for (and not in the file already) quantizes the f32 weights now.
 void quantize_if_asked(nn::Module& m, DType linear_dtype) {
-  if (linear_dtype == DType::i8) nn::quantize_linear_weights_int8(m);
+  if (linear_dtype == DType::i8) quantize_model_int8(m);
 }
 
 // The model of an open checkpoint, with the weights asked for (see load_classifier_checkpoint).
@@ -305,6 +306,17 @@ Pretrained from_foreign(const PretrainedSource& s) {
 }
 
 }  // namespace
+
+int64_t quantize_model_int8(nn::Module& m, const std::vector<std::string>& keep_f32) {
+  int64_t saved = nn::quantize_linear_weights_int8(m, keep_f32);
+  if (auto* b = dynamic_cast<BertPreTrainedModel*>(&m)) {
+    // The word embeddings (a fifth of BERT-base's weights), and with them the MLM decoder tied to them.
+    const nn::Module* words = b->bert().embeddings().word_embeddings.get();
+    for (const auto& [name, mod] : m.named_modules())
+      if (mod.get() == words) saved += nn::quantize_embedding_int8(m, name);
+  }
+  return saved;
+}
 
 PretrainedSource PretrainedSource::checkpoint(const std::string& path) {
   PretrainedSource s;
