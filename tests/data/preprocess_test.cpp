@@ -327,7 +327,7 @@ TEST(PredictCli, FlagErrors) {
   EXPECT_NE(r.err.find("predict: --weights needs --model NAME"), std::string::npos) << r.err;
   r = run_cli({"predict", "--weights", a, "--model", "vit_tiny_patch16_224", "--dtype", "f16", a});
   EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find("predict: expected --dtype f32 or bf16, got 'f16'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("predict: expected --dtype f32, bf16 or int8, got 'f16'"), std::string::npos) << r.err;
 }
 
 TEST(BenchCli, TinyModelTwoIterations) {
@@ -375,5 +375,5 @@ TEST(BenchCli, TinyModelTwoIterations) {
   EXPECT_NEAR(j["weights_mb"].get<double>() - jb["weights_mb"].get<double>(), 2.0 * 2656128 / 1e6, 1e-6);
   const test::CliRun bad = run_cli({"bench", "--model", "vit_fmnist", "--dtype", "f16"});
   EXPECT_EQ(bad.code, 1);
-  EXPECT_NE(bad.err.find("bench: expected --dtype f32 or bf16, got 'f16'"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("bench: expected --dtype f32, bf16 or int8, got 'f16'"), std::string::npos) << bad.err;
 }
