@@ -48,9 +48,11 @@ def _read_outputs(directory):
 
 
 def export_onnx(model, inputs, output_names, path, dynamic_axes=None, opset=14):
-    """torch.onnx.export of model(**inputs) in eval mode; inputs is an ordered dict name -> tensor."""
+    """torch.onnx.export of model(**inputs) in eval mode; inputs is an ordered dict name -> tensor. Traced with
+    gradients enabled: under no_grad, torch 1.13's nn.MultiheadAttention may take its inference fast path
+    (aten::_native_multi_head_attention), which has no ONNX export (it did for ViT-B/16)."""
     model.eval()
-    with torch.no_grad():
+    with torch.enable_grad():
         torch.onnx.export(model, tuple(inputs.values()), path, input_names=list(inputs), output_names=output_names,
                           dynamic_axes=dynamic_axes, opset_version=opset, do_constant_folding=True)
 
