@@ -40,7 +40,9 @@ void quantize_row(const float* x, uint8_t* q, int64_t K, float inv, int zero) {
   }
 #endif
   for (; k < K; ++k) {
-    const int c = int(std::nearbyint(x[k] * inv)) + zero;
+    // Clamped first: a non-finite activation saturates (as the vector conversions do) instead of
+    // converting out of int's range.
+    const int c = int(std::nearbyint(std::fmin(std::fmax(x[k] * inv, -256.f), 256.f))) + zero;
     q[k] = uint8_t(c < 0 ? 0 : c > 255 ? 255 : c);
   }
 }
