@@ -12,6 +12,7 @@
 
 #include "attn/autograd/node.h"
 #include "attn/core/parallel.h"
+#include "attn/ops/elementwise.h"
 #include "../backend/cpu/gemm.h"
 #include "../backend/cpu/quantize_kernels.h"
 #include "quantize_internal.h"

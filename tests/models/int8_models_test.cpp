@@ -3,6 +3,7 @@
 // Linear int8 (nn::quantize_linear_weights_int8), packed as the inference commands pack them. Per
 // output row: the cosine of int8 and f32 logits >= 0.995, and the top-1 class equal wherever the f32
 // margin between the first two exceeds twice the row's largest int8 error.
+// Full-size models: "Slow" in the names (the sanitizer stage leaves them out).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -60,7 +61,7 @@ void report(const char* what, const RowStats& s) {
 
 }  // namespace
 
-TEST(Int8Models, VitB16LogitsFollowF32) {
+TEST(Int8Models, VitB16LogitsFollowF32Slow) {
   NoGradGuard ng;
   manual_seed(0);
   auto m = models::create_model("vit_base_patch16_224");
@@ -78,7 +79,7 @@ TEST(Int8Models, VitB16LogitsFollowF32) {
   EXPECT_EQ(s.agree_decided, s.decided);
 }
 
-TEST(Int8Models, BertBaseMlmLogitsFollowF32) {
+TEST(Int8Models, BertBaseMlmLogitsFollowF32Slow) {
   NoGradGuard ng;
   manual_seed(0);
   auto m = std::dynamic_pointer_cast<models::BertPreTrainedModel>(models::create("bert-base-uncased"));
