@@ -184,6 +184,10 @@ void print_bench_text(const BenchOpts& o, const nlohmann::json& j) {
   if (ceiling > 0)
     std::printf("GEMM        ceiling %.1f GFLOP/s (%lld^3 %s matmul): model at %.1f%% of it\n", ceiling,
                 (long long)o.gemm_size, o.dtype.c_str(), 100.0 * gflops / ceiling);
+  if (j["gemm_time_ms"].get<double>() > 0)
+    std::printf("GEMMs       the model's %lld GEMMs alone (oneDNN, same shapes, dtypes and packed weights): %.2f ms; "
+                "model / GEMMs = %.3f\n", (long long)j["gemm_calls"].get<int64_t>(), j["gemm_time_ms"].get<double>(),
+                j["overhead_vs_gemm"].get<double>());
   std::printf("memory      peak RSS after load %.1f MB, steady state peak %.1f MB (RSS now %.1f MB)\n",
               j["peak_rss_load_mb"].get<double>(), j["peak_rss_steady_mb"].get<double>(), j["rss_steady_mb"].get<double>());
   std::printf("tensors     model %.1f MB, a forward pass's tensors at most %.1f MB more\n",
@@ -246,6 +250,8 @@ struct BenchRecord {
   int64_t packed = 0;
   double load_s = 0, ceiling = 0;
   int64_t params_bytes = 0, hwm_load = 0, hwm_steady = 0, rss_steady = 0, live_before = 0, act_peak = 0;
+  double gemm_s = 0;        // the model's GEMMs alone (0: not measured)
+  int64_t gemm_calls = 0;
 };
 
 // The run's JSON record; `times` sorted.
@@ -273,6 +279,9 @@ nlohmann::json bench_json(const BenchOpts& o, const BenchWork& work, const std::
                       {"gflops", gflops},
                       {"gemm_ceiling_gflops", r.ceiling},
                       {"gemm_fraction", r.ceiling > 0 ? gflops / r.ceiling : 0.0},
+                      {"gemm_time_ms", r.gemm_s * 1e3},
+                      {"gemm_calls", r.gemm_calls},
+                      {"overhead_vs_gemm", r.gemm_s > 0 ? median / r.gemm_s : 0.0},
                       {"weights_mb", double(r.params_bytes) / 1e6},
                       {"peak_rss_load_mb", double(r.hwm_load) / 1e6},
                       {"peak_rss_steady_mb", double(r.hwm_steady) / 1e6},
@@ -364,6 +373,20 @@ void add_bench(CLI::App& app) {
       }
     }
     const int64_t hwm_steady = proc_status_bytes("VmHWM"), rss_steady = proc_status_bytes("VmRSS");
+    // The model's own GEMMs (one forward pass's, recorded), timed alone: its overhead over them.
+    double gemm_s = 0;
+    int64_t gemm_calls = 0;
+    if (o->gemm_seconds > 0) {
+      std::vector<GemmCall> calls;
+      {
+        NoGradGuard ng;
+        GemmRecorder rec;
+        work.forward();
+        calls = rec.calls();
+      }
+      gemm_calls = int64_t(calls.size());
+      gemm_s = time_gemm_calls(calls, o->gemm_seconds);
+    }
     const int64_t act_peak = memory_stats().peak_bytes - live_before;   // tensors a pass allocates
     std::sort(times.begin(), times.end());
     const double ceiling = o->gemm_seconds > 0 ? gemm_ceiling_gflops(o->gemm_size, o->gemm_seconds, o->dtype) : 0.0;
@@ -372,7 +395,7 @@ void add_bench(CLI::App& app) {
     for (const auto& [name, b] : model->named_buffers())   // an int8 weight's scales belong to it
       if (name.ends_with("weight_scale")) params_bytes += b.numel() * int64_t(dtype_size(b.dtype()));
     BenchRecord rec{weights_desc, packed, load_s, ceiling, params_bytes, hwm_load, hwm_steady, rss_steady, live_before,
-                    act_peak};
+                    act_peak, gemm_s, gemm_calls};
     const nlohmann::json j = bench_json(*o, work, times, rec);
     if (o->json) std::printf("%s\n", j.dump().c_str());
     else print_bench_text(*o, j);

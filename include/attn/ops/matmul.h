@@ -18,6 +18,8 @@
 // int8 weights (i8 with their scales, attn/ops/quantize.h), for inference: linear(x f32, w i8, bias)
 // quantizes each row of x to 8 bits (7 on a CPU without VNNI) and sums the products in int32.
 #pragma once
+#include <vector>
+
 #include "attn/core/tensor.h"
 
 namespace attn {
@@ -46,6 +48,32 @@ const char* bf16_gemm_name(Bf16Gemm m);   // "native (oneDNN bf16 matmul)" | "em
 bool pack_linear_weight(Tensor& w);
 // Back to the plain (N, K) layout, bit for bit; no-op on a weight that is not packed.
 void unpack_linear_weight(Tensor& w);
+
+// A model's GEMMs, to time them alone (`attn bench`: the model's time over its GEMM time is its
+// overhead). While a GemmRecorder lives, linear() and matmul() on its thread note each GEMM they run:
+// linear()'s with the weight itself (packed or not, f32, bf16 or int8), matmul()'s by shape.
+struct GemmCall {
+  int64_t batch = 1, M = 0, K = 0, N = 0;
+  DType dtype = DType::f32;   // the input's (matmul: both operands')
+  Tensor weight;              // linear(): its (N, K) weight; undefined for matmul()
+  bool bias = false;
+};
+class GemmRecorder {
+ public:
+  GemmRecorder();
+  ~GemmRecorder();
+  GemmRecorder(const GemmRecorder&) = delete;
+  GemmRecorder& operator=(const GemmRecorder&) = delete;
+  const std::vector<GemmCall>& calls() const { return calls_; }
+
+ private:
+  friend void detail_record_gemm(GemmCall c);
+  std::vector<GemmCall> calls_;
+};
+// The GEMMs of `calls` alone, on oneDNN as linear() / matmul() run them (an int8 weight's u8 x s8 -> s32
+// product without the activations' quantization; a packed weight packed), on operands made once
+// beforehand: the best total seconds over repetitions within `budget_s` (at least 3).
+double time_gemm_calls(const std::vector<GemmCall>& calls, double budget_s);
 
 namespace reference {
 // The test oracle: a triple loop in double, (M, K) @ (K, N) on 2-d tensors of any float dtype.
