@@ -13,6 +13,7 @@
 #include "attn/attn.h"
 #include "attn/core/env.h"
 #include "attn/ops/matmul.h"
+#include "torch_ref.h"
 
 using namespace attn;
 
@@ -46,8 +47,8 @@ struct ScopedEnv {
 }  // namespace
 
 TEST(Env, TableIsCompleteAndDocumented) {
-  const std::filesystem::path doc =
-      std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "docs" / "environment.md";
+  // From the source tree's absolute path: __FILE__ may be relative (a build under ccache with base_dir).
+  const std::filesystem::path doc = std::filesystem::path(test::source_dir()) / "docs" / "environment.md";
   std::ifstream in(doc);
   ASSERT_TRUE(in) << "cannot read " << doc;
   std::stringstream text;

@@ -18,9 +18,9 @@
 
 namespace attn::test {
 
-namespace {
-
 std::string source_dir() { return ATTN_SOURCE_DIR; }
+
+namespace {
 
 std::string cache_dir() {
   if (const char* e = std::getenv("ATTN_REF_CACHE")) return e;

@@ -28,6 +28,9 @@ Tensors torch_ref(const std::string& func, const Tensors& inputs, const nlohmann
 // The same without the cache: func runs every time (for generators that write files).
 Tensors torch_run(const std::string& func, const Tensors& inputs, const nlohmann::json& args = nlohmann::json::object());
 
+// attn's source tree (an absolute path: tests read its docs and scripts from it).
+std::string source_dir();
+
 // The key of a reference in the cache (16 hex digits): a hash of the function name, the arguments, the
 // input tensors and reference_key_material(source_dir, args). An empty source_dir is attn's.
 std::string reference_key(const std::string& func, const Tensors& inputs, const nlohmann::json& args,
