@@ -12,6 +12,7 @@
 #include "attn/core/parallel.h"
 #include "../backend/cpu/attention_fused.h"
 #include "attention_naive.h"
+#include "gemm_record.h"
 #include "work_items.h"
 
 namespace attn {
@@ -281,6 +282,7 @@ SdpaResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const 
   validate(q, k, v, mask, opts);
   const Plan p = plan(q, k, mask, opts);
   if (p.fused) {
+    detail::record_attention_gemms(q.size(0) * q.size(1), q.size(2), k.size(2), q.size(3));
     const bool grad = autograd::needs_grad({q, k, v});
     FusedForward f = fused_forward(q, k, v, mask, p.scale, opts.causal, p.shift, opts.dropout_p, opts.generator, grad);
     Tensor out = f.out;
@@ -312,6 +314,7 @@ Tensor scaled_dot_product_attention_packed(const Tensor& qkv, int64_t num_heads,
   if (!p.fused)   // through the views: the same values and gradients, by the unpacked path
     return scaled_dot_product_attention(q, k, v, mask, opts).out.transpose(1, 2).reshape({B, T, C});
   const bool grad = autograd::needs_grad({qkv});
+  detail::record_attention_gemms(B * num_heads, T, T, HS);
   FusedForward f = fused_forward(q, k, v, mask, p.scale, opts.causal, p.shift, opts.dropout_p, opts.generator, grad);
   Tensor out = f.out.transpose(1, 2).view({B, T, C});   // the (B, T, NH, HS) buffer
   if (grad) attach_fused(out, f, {qkv}, /*packed=*/true);
@@ -395,6 +398,7 @@ Tensor scaled_dot_product_attention_varlen(const Tensor& qkv_in, const std::vect
   for (int64_t s = 0; s < S; ++s) qblocks += num_heads * ((cu[s + 1] - cu[s] + kernels::kAttnBQ - 1) / kernels::kAttnBQ);
   const int64_t qpi = std::clamp<int64_t>(qblocks / (2 * get_num_threads()), 1, 4);
   for (int64_t s = 0; s < S; ++s) {
+    detail::record_attention_gemms(num_heads, cu[s + 1] - cu[s], cu[s + 1] - cu[s], HS);
     args[size_t(s)] = varlen_args(qkv.data<float>(), qkv.stride(0), out.data<float>(), cu[s], cu[s + 1], num_heads,
                                   HS, float(scale), opts.causal);
     args[size_t(s)].q_blocks_per_item = qpi;

@@ -13,6 +13,7 @@
 #include "attn/ops/elementwise.h"
 #include "attn/ops/reduce.h"
 #include "../backend/cpu/gemm.h"
+#include "gemm_record.h"
 #include "quantize_internal.h"
 
 namespace attn {
@@ -79,6 +80,12 @@ thread_local GemmRecorder* g_recorder = nullptr;
 
 void detail_record_gemm(GemmCall c) {
   if (g_recorder) g_recorder->calls_.push_back(std::move(c));
+}
+
+void detail::record_attention_gemms(int64_t bh, int64_t tq, int64_t tk, int64_t hs) {
+  if (!g_recorder || bh <= 0 || tq <= 0 || tk <= 0) return;
+  detail_record_gemm({bh, tq, hs, tk, DType::f32});   // Q Kᵀ
+  detail_record_gemm({bh, tq, tk, hs, DType::f32});   // P V
 }
 
 GemmRecorder::GemmRecorder() {

@@ -10,6 +10,7 @@
 #include "attn/autograd/node.h"
 #include "attn/core/parallel.h"
 #include "../backend/cpu/window_attention.h"
+#include "gemm_record.h"
 #include "work_items.h"
 
 namespace attn {
@@ -153,6 +154,7 @@ WindowAttentionResult window_attention_packed(const Tensor& qkv, int64_t num_hea
   a.out = r.out.data<float>();
   a.probs = probs.defined() ? probs.data<float>() : nullptr;
   const auto& kern = kernels::window_attention_kernels();
+  detail::record_attention_gemms(s.Bw * s.NH, s.N, s.N, s.HS);
   run_items(s.Bw * s.NH, kernels::window_attention_fwd_scratch(a.g),
             [&](int64_t it, float* scratch) { kern.fwd(a, it, scratch); });
   if (opts.need_weights) r.weights = probs;

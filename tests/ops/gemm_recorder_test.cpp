@@ -1,11 +1,12 @@
 // GemmRecorder and time_gemm_calls (attn bench's GEMM time): a forward pass's linear() and matmul() calls
-// are recorded with their shapes, dtypes and weights (f32, packed, int8), nothing else is, recording
-// ends with the recorder, and replaying them times each GEMM.
+// are recorded with their shapes, dtypes and weights (f32, packed, int8), attention's two products too,
+// nothing else is, recording ends with the recorder, and replaying them times each GEMM.
 #include <gtest/gtest.h>
 
 #include "attn/attn.h"
 #include "attn/autograd/grad_mode.h"
 #include "attn/nn/linear.h"
+#include "attn/ops/attention.h"
 #include "attn/ops/matmul.h"
 #include "attn/ops/quantize.h"
 #include "errors.h"
@@ -51,4 +52,23 @@ TEST(GemmRecorder, RecordsLinearAndMatmulCalls) {
   EXPECT_GT(s, 0.0);
   EXPECT_LT(s, 1.0);
   EXPECT_EQ(time_gemm_calls({}, 0.0), 0.0);
+}
+
+// Attention's two products (inside the fused kernel, or the naive path's matmuls) count as GEMMs.
+TEST(GemmRecorder, RecordsAttentionProducts) {
+  NoGradGuard ng;
+  Generator g(4);
+  const Tensor qkv = randn({3, 10, 3 * 32}, g);
+  std::vector<GemmCall> calls;
+  {
+    GemmRecorder rec;
+    scaled_dot_product_attention_packed(qkv, 2, Tensor(), {});
+    calls = rec.calls();
+  }
+  ASSERT_EQ(calls.size(), 2u);
+  for (const GemmCall& c : calls) EXPECT_EQ(c.batch * c.M, 3 * 2 * 10);
+  EXPECT_EQ(calls[0].K, 16);   // Q Kᵀ over the head size
+  EXPECT_EQ(calls[0].N, 10);
+  EXPECT_EQ(calls[1].K, 10);   // P V over the keys
+  EXPECT_EQ(calls[1].N, 16);
 }
