@@ -33,14 +33,13 @@ import peer_env  # noqa: F401  (before torch: OpenBLAS's kernels for this CPU, s
 import argparse
 import json
 import os
-import statistics
 import sys
-import time
 
 import torch
 from torch import nn
 
 import int8_peer
+from latency import latency_ms
 from ort_peer import time_onnxruntime
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "golden", "gen"))
@@ -114,17 +113,8 @@ def inputs(config, lengths):
 
 
 def time_pytorch(model, feed, iters, warmup, dtype, autocast=True):
-    times = []
-    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == "bf16" and autocast):
-        for _ in range(warmup):
-            model(**feed)
-        for _ in range(iters):
-            t = time.perf_counter()
-            model(**feed)
-            times.append(time.perf_counter() - t)
-    times.sort()
-    p90 = times[min(len(times) - 1, max(0, -(-9 * len(times) // 10) - 1))]
-    return {"median": statistics.median(times) * 1e3, "p90": p90 * 1e3}
+    return latency_ms(lambda: model(**feed), iters, warmup,
+                      lambda: torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == "bf16" and autocast))
 
 
 def main():

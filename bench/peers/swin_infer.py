@@ -17,12 +17,11 @@ Prints one JSON line: latency median / p90 (ms), images/s, the implementation ti
 import peer_env  # noqa: F401  (before torch: OpenBLAS's kernels for this CPU, see peer_env.py)
 import argparse
 import json
-import statistics
-import time
 
 import torch
 import torchvision
 
+from latency import latency_ms
 from ort_peer import time_onnxruntime
 
 MODELS = ["swin_t", "swin_s", "swin_b", "swin_v2_t", "swin_v2_s", "swin_v2_b"]
@@ -33,17 +32,8 @@ def image_size(model):
 
 
 def time_pytorch(model, x, iters, warmup, dtype):
-    times = []
-    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == "bf16"):
-        for _ in range(warmup):
-            model(x)
-        for _ in range(iters):
-            t = time.perf_counter()
-            model(x)
-            times.append(time.perf_counter() - t)
-    times.sort()
-    p90 = times[min(len(times) - 1, max(0, -(-9 * len(times) // 10) - 1))]
-    return {"median": statistics.median(times) * 1e3, "p90": p90 * 1e3}
+    return latency_ms(lambda: model(x), iters, warmup,
+                      lambda: torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == "bf16"))
 
 
 def traced(model, x, dtype):

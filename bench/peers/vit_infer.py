@@ -19,14 +19,13 @@ without and keep the better figure (docs/design.md, "Peers in the benchmarks").
 import peer_env  # noqa: F401  (before torch: OpenBLAS's kernels for this CPU, see peer_env.py)
 import argparse
 import json
-import statistics
-import time
 
 import torch
 import torch.nn as nn
 from torchvision.models.vision_transformer import VisionTransformer
 
 import int8_peer
+from latency import latency_ms
 from ort_peer import time_onnxruntime
 
 # name: (patch, dim, depth, heads, mlp, distilled)
@@ -78,17 +77,7 @@ def head_input(model, x):
 
 
 def time_pytorch(model, x, iters, warmup):
-    times = []
-    with torch.no_grad():
-        for _ in range(warmup):
-            model(x)
-        for _ in range(iters):
-            t = time.perf_counter()
-            model(x)
-            times.append(time.perf_counter() - t)
-    times.sort()
-    p90 = times[min(len(times) - 1, max(0, -(-9 * len(times) // 10) - 1))]
-    return {"median": statistics.median(times) * 1e3, "p90": p90 * 1e3}
+    return latency_ms(lambda: model(x), iters, warmup)
 
 
 def main():
