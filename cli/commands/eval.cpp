@@ -195,7 +195,9 @@ void add_eval(CLI::App& app) {
     models::PretrainedSource src = o->source.take_source(
         args, {0, 0, "a checkpoint (attn eval CKPT) or foreign weights (attn eval --weights W.safetensors --model NAME "
                "--data DIR)", ""}, "eval");
-    if (o->source.foreign() || io::read_checkpoint_metadata(src.path).contains("source_format")) {
+    // The checkpoint's metadata (its header only), read once.
+    const nlohmann::json meta = o->source.foreign() ? nlohmann::json::object() : io::read_checkpoint_metadata(src.path);
+    if (o->source.foreign() || meta.contains("source_format")) {
       // Foreign weights, or made by attn convert from them: their source's eval transform, ImageNet-style folders.
       no_confusion(o->source.foreign() ? "foreign weights" : "converted foreign weights");
       eval_on_folder(models::load_pretrained(src), src.path, o->data, o->split, split_given, o->batch, o->limit,
@@ -204,8 +206,7 @@ void add_eval(CLI::App& app) {
     }
     ATTN_CHECK(!o->source.preprocess_given(), "eval: the preprocessing flags go with foreign or converted weights; "
                "attn's own checkpoints are evaluated as they were trained");
-    if (const nlohmann::json meta = io::read_checkpoint_metadata(src.path);
-        meta.contains("text_task") && meta.contains("task")) {
+    if (meta.contains("text_task") && meta.contains("task")) {
       no_confusion("BERT text models");
       eval_text(o->ckpt, meta, split_given ? o->split : "test", o->limit, std::min<int64_t>(o->batch, 64), o->json,
                 src.linear_dtype);
@@ -219,7 +220,7 @@ void add_eval(CLI::App& app) {
       return;
     }
     // A checkpoint from attn quantize runs int8 whatever --dtype says (f32 or int8; bf16 is an error).
-    const bool int8_file = io::read_checkpoint_metadata(src.path).contains("quantization");
+    const bool int8_file = meta.contains("quantization");
     if (int8_file && src.linear_dtype == DType::f32) src.linear_dtype = DType::i8;
     // As trained: normalised with the checkpoint's mean / std at the model's image size, f32 weights
     // unpacked (the training GEMM's own sums); int8 weights packed (their int32 sums are exact either way).

@@ -118,13 +118,18 @@ Embedding& embedding_at(Module& m, const std::string& name) {
   fail("quantize_embedding_int8: no Embedding named '", name, "'");
 }
 
-// Makes the table of `e` int8 with `make` (which replaces e.weight), keeping the Linears of `m` that
-// shared the old table tied to the new one.
-template <class Make>
-void replace_table(Module& m, Embedding& e, Make make) {
+// The Linears of `m` whose weight is `table` (an output layer tied to an embedding).
+std::vector<Linear*> tied_to(Module& m, const Tensor& table) {
   std::vector<Linear*> tied;
   for (auto& [n, l] : named_linears(m))
-    if (l->weight.defined() && l->weight.is_same(e.weight)) tied.push_back(l);
+    if (l->weight.defined() && l->weight.is_same(table)) tied.push_back(l);
+  return tied;
+}
+
+// Makes the table of `e` int8 with `make` (which replaces e.weight), keeping the Linears `tied` to the
+// old table tied to the new one.
+template <class Make>
+void replace_table(Embedding& e, const std::vector<Linear*>& tied, Make make) {
   for (Linear* l : tied) l->weight = Tensor();
   make();
   for (Linear* l : tied) l->weight = e.weight;
@@ -134,12 +139,11 @@ void replace_table(Module& m, Embedding& e, Make make) {
 int64_t quantize_embedding_int8(Module& m, const std::string& name) {
   Embedding& e = embedding_at(m, name);
   if (e.weight.dtype() == DType::i8) return 0;
-  int64_t tied = 0;
-  for (auto& [n, l] : named_linears(m)) tied += l->weight.defined() && l->weight.is_same(e.weight);
-  if (e.weight.impl_ptr().use_count() != 1 + tied || e.weight.impl().storage.use_count() != 1) return 0;
+  const std::vector<Linear*> tied = tied_to(m, e.weight);
+  if (e.weight.impl_ptr().use_count() != 1 + int64_t(tied.size()) || e.weight.impl().storage.use_count() != 1) return 0;
   const int64_t before = e.weight.numel() * int64_t(e.weight.element_size());
   int64_t saved = 0;
-  replace_table(m, e, [&] {
+  replace_table(e, tied, [&] {
     Int8Weight q = quantize_weight_int8(e.weight);
     saved = before - e.weight.numel() - q.scale.numel() * 4;
     set_int8(e, e.weight, std::move(q));
@@ -157,7 +161,7 @@ int64_t make_linear_weights_int8(Module& m, const std::function<bool(const std::
     if (l->weight.dtype() != DType::i8 && quantized(name)) make(*l, l->weight);
   for (auto& [name, mod] : m.named_modules())
     if (auto* e = dynamic_cast<Embedding*>(mod.get()); e && e->weight.dtype() != DType::i8 && quantized(name))
-      replace_table(m, *e, [&] { make(*e, e->weight); });
+      replace_table(*e, tied_to(m, e->weight), [&] { make(*e, e->weight); });
   return n;
 }
 
