@@ -195,7 +195,6 @@ void add_eval(CLI::App& app) {
     models::PretrainedSource src = o->source.take_source(
         args, {0, 0, "a checkpoint (attn eval CKPT) or foreign weights (attn eval --weights W.safetensors --model NAME "
                "--data DIR)", ""}, "eval");
-    // The checkpoint's metadata (its header only), read once.
     const nlohmann::json meta = o->source.foreign() ? nlohmann::json::object() : io::read_checkpoint_metadata(src.path);
     if (o->source.foreign() || meta.contains("source_format")) {
       // Foreign weights, or made by attn convert from them: their source's eval transform, ImageNet-style folders.
