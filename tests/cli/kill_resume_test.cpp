@@ -97,7 +97,8 @@ struct RunResult {
 // When to SIGKILL a child: `delay` seconds (< 0: never) after it started (start-up kills) or, given
 // `checkpoint` and `at_step`, once that checkpoint holds step >= at_step (training kills: by progress,
 // not by wall time, so a fast or slow machine kills at the same steps); then, given `at_write_of`, at
-// the first moment a write of that path is in progress (its temporary exists; 1 s later regardless).
+// the first moment a write of that path is in progress (its temporary exists; `write_wait` seconds
+// later regardless: three steps of the uninterrupted run, so a slow model's next write is waited for).
 // A start-up kill given `checkpoint` comes at the child's first write of it if that is sooner than
 // `delay`: a resumed child starts faster than the uninterrupted one whose start-up sized the delay,
 // and would otherwise train on through many steps before the kill.
@@ -106,6 +107,7 @@ struct KillPlan {
   std::string checkpoint;
   int64_t at_step = -1;
   std::string at_write_of;
+  double write_wait = 1.0;
 };
 
 // Written (modified) at or after `since`.
@@ -163,7 +165,7 @@ RunResult run(const std::vector<std::string>& args, const std::string& log, cons
     }
     const bool started = plan.at_step < 0 && !plan.checkpoint.empty() && written_since(plan.checkpoint, spawned);
     const bool due = plan.delay >= 0 && anchor >= 0 && (t >= anchor + plan.delay || started);
-    const bool kill_now = due && (plan.at_write_of.empty() || t >= anchor + plan.delay + 1.0 ||
+    const bool kill_now = due && (plan.at_write_of.empty() || t >= anchor + plan.delay + plan.write_wait ||
                                   !io::unfinished_writes(plan.at_write_of).empty());
     if (kill_now || t >= kChildTimeout) {
       ::kill(pid, SIGKILL);
@@ -294,6 +296,7 @@ int kill_and_resume(const Scenario& sc, const std::string& dir) {
       plan.at_step = from + 1 + int64_t(u(rng) * double(span));
       plan.delay = 0;
       if (training_kills++ % 2 == 1) plan.at_write_of = b_ckpt;
+      plan.write_wait = std::max(1.0, 3.0 * a.seconds / double(std::max<int64_t>(1, total_steps)));
     }
     const std::string log = logs + "/b" + std::to_string(attempt) + ".txt";
     const auto spawned = fs::file_time_type::clock::now();
