@@ -33,13 +33,16 @@ static int fail(int code, const char* kind, const char* what) {
 }
 
 int main(int argc, char** argv) {
-  // libgomp reads OMP_WAIT_POLICY when it loads, before main: to default it, re-run ourselves once with
-  // it set. PASSIVE (threads sleep at barriers) cost 0-5% on a quiet 2-core machine and saved 40-47% of
-  // a translation step's speed on a loaded one (docs/design.md). Any value the user sets is kept. Both
-  // variables are read through attn/core/env.h (docs/environment.md); only the writes for the re-run,
-  // which must reach the new process's environment, are here.
+  // libgomp reads OMP_WAIT_POLICY and GOMP_SPINCOUNT when it loads, before main: to default them, re-run
+  // ourselves once with them set. PASSIVE (threads sleep at barriers) saved 40-47% of a translation
+  // step's speed on a loaded 2-core machine; a short spin first (500, a few microseconds) finds the
+  // threads awake for the next op's region, 12% of DeiT-Ti's latency on a quiet one (docs/design.md).
+  // Any value the user sets is kept. The variables are read through attn/core/env.h
+  // (docs/environment.md); only the writes for the re-run, which must reach the new process's
+  // environment, are here.
   if (attn::env::cli_reexec_for_wait_policy()) {
     setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+    setenv("GOMP_SPINCOUNT", "500", /*overwrite=*/0);
     setenv("ATTN_NO_REEXEC", "1", 1);
     execv("/proc/self/exe", argv);   // returns only on failure: then go on as we are
   }

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "attn/attn.h"
+#include "attn/core/profile.h"
 #include "attn/core/parallel.h"
 #include "attn/models/pretrained.h"
 #include "attn/nn/linear.h"
@@ -96,7 +97,7 @@ struct BenchOpts {
   std::string model, weights, format = "auto", dtype = "f32", model_config, lengths_arg;
   int64_t batch = 1, seq_len = 128, iters = 20, warmup = 3, gemm_size = 2048;
   double gemm_seconds = 1.0;
-  bool json = false, no_pack = false, padded = false;
+  bool json = false, no_pack = false, padded = false, profile = false;
   bool batch_given = false, seq_len_given = false;
   std::vector<int64_t> lengths;   // --lengths parsed: one sequence each
   int threads = 0;
@@ -244,6 +245,35 @@ BenchWork bench_work(const BenchOpts& o, const std::shared_ptr<models::Model>& m
   return w;
 }
 
+// The per-op profile of `iters` more passes (attn/core/profile.h): per op its calls and exclusive
+// milliseconds per pass and its share of the pass; "(outside any op)" is the rest of the pass.
+nlohmann::json profile_passes(const BenchWork& work, int64_t iters) {
+  NoGradGuard ng;
+  profile::start();
+  const auto t0 = Clock::now();
+  for (int64_t i = 0; i < iters; ++i) work.forward();
+  const double total = seconds_since(t0);
+  const std::vector<profile::OpTime> ops = profile::stop();
+  nlohmann::json rows = nlohmann::json::array();
+  double in_ops = 0;
+  for (const auto& op : ops) {
+    rows.push_back({{"op", op.name}, {"calls", double(op.calls) / double(iters)},
+                    {"ms", op.seconds * 1e3 / double(iters)}, {"share", op.seconds / total}});
+    in_ops += op.seconds;
+  }
+  rows.push_back({{"op", "(outside any op)"}, {"calls", 0}, {"ms", (total - in_ops) * 1e3 / double(iters)},
+                  {"share", (total - in_ops) / total}});
+  return {{"pass_ms", total * 1e3 / double(iters)}, {"ops", rows}};
+}
+
+void print_profile(const nlohmann::json& p) {
+  std::printf("profile     %.2f ms a pass (exclusive times: a GEMM inside linear counts as the GEMM's)\n",
+              p["pass_ms"].get<double>());
+  for (const auto& r : p["ops"])
+    std::printf("  %-20s %7.1f calls %9.3f ms %6.1f%%\n", r["op"].get<std::string>().c_str(), r["calls"].get<double>(),
+                r["ms"].get<double>(), 100.0 * r["share"].get<double>());
+}
+
 // What a run measured besides the pass times.
 struct BenchRecord {
   std::string weights_desc;
@@ -328,6 +358,7 @@ void add_bench(CLI::App& app) {
   c->add_flag("--json", o->json, "print one JSON object");
   c->add_flag("--no-pack", o->no_pack, "keep the Linear weights in their plain layout (no nn::pack_linear_weights)");
   c->add_option("--threads", o->threads, "threads (default: ATTN_NUM_THREADS or all cores)");
+  c->add_flag("--profile", o->profile, "also time each op over --iters more passes (exclusive times per pass)");
   c->callback([o, batch_opt, seq_len_opt] {
     apply_threads(o->threads);
     ATTN_CHECK(o->batch >= 1, "bench: expected --batch >= 1, got ", o->batch);
@@ -396,9 +427,11 @@ void add_bench(CLI::App& app) {
       if (name.ends_with("weight_scale")) params_bytes += b.numel() * int64_t(dtype_size(b.dtype()));
     BenchRecord rec{weights_desc, packed, load_s, ceiling, params_bytes, hwm_load, hwm_steady, rss_steady, live_before,
                     act_peak, gemm_s, gemm_calls};
-    const nlohmann::json j = bench_json(*o, work, times, rec);
+    nlohmann::json j = bench_json(*o, work, times, rec);
+    if (o->profile) j["profile"] = profile_passes(work, o->iters);
     if (o->json) std::printf("%s\n", j.dump().c_str());
     else print_bench_text(*o, j);
+    if (o->profile && !o->json) print_profile(j["profile"]);
     std::fflush(stdout);
   });
 }

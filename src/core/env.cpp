@@ -66,7 +66,11 @@ constexpr Variable kVariables[] = {
      "none: Open MPI's own", "at the first dist::world() call under mpirun"},
     {"OMP_WAIT_POLICY", "ACTIVE | PASSIVE", "PASSIVE in the attn CLI; libgomp's own elsewhere",
      "Read by libgomp when it loads. The CLI re-runs itself once with PASSIVE when it is unset (threads sleep "
-     "at barriers: much faster on a loaded machine).",
+     "at barriers after a short spin, GOMP_SPINCOUNT: much faster on a loaded machine).",
+     "none: libgomp reads it before main", "the CLI's start (cli/main.cpp)"},
+    {"GOMP_SPINCOUNT", "a count of spins (about 100 a microsecond)", "500 in the attn CLI's PASSIVE re-run; libgomp's own elsewhere",
+     "Read by libgomp when it loads: how long an idle thread spins before it sleeps. The CLI's re-run sets 500 "
+     "unless it is set: the next op's parallel region then finds its threads awake.",
      "none: libgomp reads it before main", "the CLI's start (cli/main.cpp)"},
     {"ATTN_NO_REEXEC", "any value", "unset",
      "Set: the CLI does not re-run itself to default OMP_WAIT_POLICY (the re-run sets it, so it happens once).",

@@ -1,6 +1,7 @@
 // scaled_dot_product_attention: validation, the choice between the naive path
 // (attention_naive.cpp, composed of differentiable ops) and the fused kernels (backend/cpu/attention_fused*),
 // and the fused path's autograd node (backward beside forward, as every op here).
+#include "attn/core/profile.h"
 #include "attn/ops/attention.h"
 
 #include <algorithm>
@@ -279,6 +280,7 @@ Plan plan(const Tensor& q, const Tensor& k, const Tensor& mask, const SdpaOption
 
 SdpaResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                                         const SdpaOptions& opts) {
+  ATTN_PROFILE("attention");
   validate(q, k, v, mask, opts);
   const Plan p = plan(q, k, mask, opts);
   if (p.fused) {
@@ -301,6 +303,7 @@ SdpaResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const 
 
 Tensor scaled_dot_product_attention_packed(const Tensor& qkv, int64_t num_heads, const Tensor& mask,
                                            const SdpaOptions& opts) {
+  ATTN_PROFILE("attention");
   ATTN_CHECK(qkv.defined() && qkv.dim() == 3, kOp, "_packed: expected qkv of shape (B, T, 3 C), got ",
              qkv.defined() ? qkv.shape() : Shape{});
   ATTN_CHECK(num_heads > 0 && qkv.size(2) % (3 * num_heads) == 0, kOp, "_packed: the last dim of qkv ",
@@ -362,6 +365,7 @@ kernels::AttnFwdArgs varlen_args(const float* qkv, int64_t row, float* out, int6
 
 Tensor scaled_dot_product_attention_varlen(const Tensor& qkv_in, const std::vector<int64_t>& cu, int64_t num_heads,
                                            const SdpaOptions& opts) {
+  ATTN_PROFILE("attention");
   ATTN_CHECK(qkv_in.defined() && qkv_in.dim() == 2, kOp, "_varlen: expected qkv of shape (N, 3 C), got ",
              qkv_in.defined() ? qkv_in.shape() : Shape{});
   ATTN_CHECK(qkv_in.dtype() == DType::f32 || qkv_in.dtype() == DType::f64, kOp,

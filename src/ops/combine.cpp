@@ -1,6 +1,7 @@
 // concat / stack / split / chunk. concat copies contiguous inputs as blocks by memcpy (in parallel
 // over blocks, or over pieces of one large block); its backward slices dout the same way. split and
 // chunk return views (narrow), whose backward is slice's.
+#include "attn/core/profile.h"
 #include "attn/ops/combine.h"
 
 #include <algorithm>
@@ -75,6 +76,7 @@ struct ConcatNode : autograd::Node {
 }  // namespace
 
 Tensor concat(const std::vector<Tensor>& xs, int64_t dim) {
+  ATTN_PROFILE("concat");
   ATTN_CHECK(!xs.empty(), "concat: expected a non-empty list of tensors");
   for (size_t k = 0; k < xs.size(); ++k) ATTN_CHECK(xs[k].defined(), "concat: tensor ", k, " is undefined");
   size_t r = 0;

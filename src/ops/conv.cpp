@@ -1,5 +1,6 @@
 // conv2d forward and backward: validation, path choice (oneDNN / im2col + GEMM / patch GEMM /
 // naive reference) and the autograd node. Shapes: x (N, C, H, W), w (O, C/G, kh, kw) -> (N, O, Ho, Wo).
+#include "attn/core/profile.h"
 #include "attn/ops/conv.h"
 
 #include "attn/autograd/grad_mode.h"
@@ -138,6 +139,7 @@ struct Conv2dNode : autograd::Node {
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair stride, Pair padding, Pair dilation,
               int64_t groups) {
+  ATTN_PROFILE("conv2d");
   validate(x, weight, bias, stride, padding, dilation, groups);
   const ConvParams p = kernels::conv_params(x.shape(), weight.shape(), stride, padding, dilation, groups);
   // Empty batch, channels or filters: the loops of the reference handle them.
@@ -162,6 +164,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Pair st
 }
 
 Tensor conv2d_patch_tokens(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  ATTN_PROFILE("patch embedding");
   ATTN_CHECK(weight.defined() && weight.dim() == 4, "conv2d_patch_tokens: expected a weight (O, C, kH, kW), got ",
              weight.defined() ? weight.shape() : Shape{});
   const Pair k{weight.shape()[2], weight.shape()[3]};

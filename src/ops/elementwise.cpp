@@ -1,4 +1,5 @@
 // Broadcasting elementwise ops and their backward passes.
+#include "attn/core/profile.h"
 #include "attn/ops/elementwise.h"
 
 #include <cmath>
@@ -69,6 +70,7 @@ const char* bin_name(Bin k) {
 }
 
 Tensor binary_forward(Bin k, const Tensor& a, const Tensor& b) {
+  ATTN_PROFILE("elementwise");
   const char* op = bin_name(k);
   ATTN_CHECK(a.dtype() == b.dtype(), op, ": dtypes differ (", dtype_name(a.dtype()), " and ",
              dtype_name(b.dtype()), "); convert one with .to()");
@@ -224,6 +226,7 @@ struct UnaryNode : autograd::Node {
 };
 
 Tensor unary(kernels::Unary k, const Tensor& a, double p0 = 0, double p1 = 0) {
+  ATTN_PROFILE("elementwise");
   Tensor out = kernels::unary_forward(k, a, p0, p1);
   if (autograd::needs_grad({a})) {
     auto n = std::make_shared<UnaryNode>();
@@ -253,6 +256,7 @@ Tensor tanh(const Tensor& a) { return unary(kernels::Unary::tanh, a); }
 Tensor sigmoid(const Tensor& a) { return unary(kernels::Unary::sigmoid, a); }
 Tensor relu(const Tensor& a) { return unary(kernels::Unary::relu, a); }
 Tensor gelu(const Tensor& a, GeluApprox approx) {
+  ATTN_PROFILE("gelu");
   return unary(approx == GeluApprox::none ? kernels::Unary::gelu : kernels::Unary::gelu_tanh, a);
 }
 Tensor clamp(const Tensor& a, double lo, double hi) { return unary(kernels::Unary::clamp, a, lo, hi); }

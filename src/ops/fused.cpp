@@ -1,6 +1,7 @@
 // Fused bias + GELU: gelu(x + bias) in one pass forward and one pass backward (dx and dbias
 // together). f32 runs the vectorised row kernels (backend/cpu/vec_dispatch.h), f64 the reference
 // kernels. (The other fused op, add_layer_norm, lives with layer_norm in norm.cpp.)
+#include "attn/core/profile.h"
 #include "attn/ops/fused.h"
 
 #include "attn/autograd/grad_mode.h"
@@ -88,6 +89,7 @@ struct BiasGeluNode : autograd::Node {
 }  // namespace
 
 Tensor bias_gelu(const Tensor& x, const Tensor& bias, GeluApprox approx) {
+  ATTN_PROFILE("bias_gelu");
   ATTN_CHECK(x.defined(), "bias_gelu: expected an input, got an undefined tensor");
   ATTN_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::f64, "bias_gelu: expected a f32 or f64 tensor, got ",
              dtype_name(x.dtype()));

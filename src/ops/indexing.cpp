@@ -2,6 +2,7 @@
 // backward beside it. Scatter-adds (the backward of the gathers) split the work by destination
 // (outer slice x column block) and sum each destination in index order, so results do not depend
 // on the thread count.
+#include "attn/core/profile.h"
 #include "attn/ops/indexing.h"
 
 #include <algorithm>
@@ -269,6 +270,7 @@ bool is_index_dtype(DType t) { return t == DType::i64 || t == DType::i32; }
 }  // namespace
 
 Tensor embedding(const Tensor& weight, const Tensor& indices) {
+  ATTN_PROFILE("embedding");
   ATTN_CHECK(weight.dim() == 2, "embedding: expected a 2-d weight (V, C), got shape ", weight.shape());
   ATTN_CHECK(is_index_dtype(indices.dtype()), "embedding: expected indices of dtype i64 or i32, got ",
              dtype_name(indices.dtype()));

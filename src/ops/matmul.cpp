@@ -1,5 +1,6 @@
 // matmul (batched, broadcasting) and linear (fused bias), forward and backward.
 // Shapes: a (..., M, K), b (..., K, N) -> (..., M, N); linear x (..., K), w (N, K), b (N).
+#include "attn/core/profile.h"
 #include "attn/ops/matmul.h"
 
 #include <algorithm>
@@ -144,6 +145,7 @@ struct MatmulNode : autograd::Node {
 }  // namespace
 
 Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
+  ATTN_PROFILE("matmul");
   ATTN_CHECK(a_in.dim() >= 1 && b_in.dim() >= 1, "matmul: expected tensors of at least 1 dim, got ",
              a_in.shape(), " and ", b_in.shape());
   const bool va = a_in.dim() == 1, vb = b_in.dim() == 1;
@@ -288,6 +290,7 @@ const char* bf16_gemm_name(Bf16Gemm m) {
 }
 
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  ATTN_PROFILE("linear");
   ATTN_CHECK(w.dim() == 2, "linear: expected a 2-d weight (out, in), got shape ", w.shape());
   ATTN_CHECK(x.dim() >= 1 && x.shape().back() == w.shape()[1], "linear: input shape ", x.shape(),
              " does not end in the weight's in_features ", w.shape()[1], " (weight shape ", w.shape(), ")");

@@ -2,6 +2,7 @@
 // backward passes. f32 runs the vectorised row kernels (backend/cpu/vec_dispatch.h): one pass
 // forward saving mean and rstd per row, one pass backward giving dx and the per-block partial
 // sums of dweight and dbias. f64 runs the reference kernels (backend/reference/norm_reference.h).
+#include "attn/core/profile.h"
 #include "attn/ops/norm.h"
 
 #include <algorithm>
@@ -177,6 +178,7 @@ void attach_layer_norm(Tensor& y, const Tensor& input, const Tensor& saved_x, co
 }  // namespace
 
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  ATTN_PROFILE("layer_norm");
   check_input("layer_norm", "an input", x);
   const int64_t C = x.size(-1);
   check_affine("layer_norm", "weight", weight, C, x.dtype());
@@ -190,6 +192,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 
 std::pair<Tensor, Tensor> add_layer_norm(const Tensor& x, const Tensor& residual, const Tensor& weight,
                                          const Tensor& bias, double eps) {
+  ATTN_PROFILE("add_layer_norm");
   check_input("add_layer_norm", "an input", x);
   ATTN_CHECK(residual.defined(), "add_layer_norm: expected a residual, got an undefined tensor");
   ATTN_CHECK(residual.shape() == x.shape(), "add_layer_norm: expected residual of shape ", x.shape(), ", got ",

@@ -3,6 +3,7 @@
 // oneDNN multiplies u8 activations by s8 weights (the operand order VNNI's vpdpbusd takes), so an
 // activation code c in [-qmax, qmax] goes in as c + z with z = qmax + 1, and the sum is corrected by
 // z · Σ_k w[n, k] per output: Σ_k (c_k + z) w_k - z Σ_k w_k = Σ_k c_k w_k, exactly.
+#include "attn/core/profile.h"
 #include "attn/ops/quantize.h"
 
 #include <cmath>
@@ -127,6 +128,7 @@ bool prepare_int8_pack(const Tensor& w) {
 }
 
 Tensor embedding_int8(const Tensor& weight, const std::vector<int64_t>& idx, const Shape& os) {
+  ATTN_PROFILE("embedding");
   Int8Info* info = info_of(weight);
   ATTN_CHECK(info, "embedding: the i8 table ", weight.shape(), " carries no scales (quantize it with "
              "nn::quantize_embedding_int8; a copy of an int8 table loses them)");
@@ -149,6 +151,7 @@ Tensor embedding_int8(const Tensor& weight, const std::vector<int64_t>& idx, con
 }
 
 Tensor linear_int8(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  ATTN_PROFILE("linear (int8)");
   const int64_t N = w.size(0), K = w.size(1);
   Int8Info* info = info_of(w);
   ATTN_CHECK(info, "linear: the i8 weight ", w.shape(), " carries no scales (quantize it with "

@@ -7,7 +7,9 @@
 
 #include "attn/autograd/grad_mode.h"
 #include "attn/autograd/node.h"
+#include "attn/core/profile.h"
 #include "attn/ops/reduce.h"
+#include "../backend/cpu/convert_kernels.h"
 #include "../core/strided.h"
 
 namespace attn {
@@ -294,6 +296,7 @@ Tensor Tensor::contiguous() const {
 }
 
 Tensor Tensor::clone() const {
+  ATTN_PROFILE("copy");
   Tensor out = Tensor::empty(shape(), dtype());
   out.copy_(detach());
   if (autograd::needs_grad({*this})) return with_node(out, *this, std::make_shared<IdentityNode>());
@@ -301,6 +304,7 @@ Tensor Tensor::clone() const {
 }
 
 Tensor Tensor::to(DType dt) const {
+  ATTN_PROFILE("convert dtype");
   if (dt == dtype()) return *this;
   Tensor out = Tensor::empty(shape(), dt);
   out.copy_(detach());
@@ -356,6 +360,15 @@ void copy_from(Tensor& dst, const Tensor& src) {
       const int64_t n = dst.numel();
       if constexpr (std::is_same_v<S, D>) {
         std::memcpy(d0, s0, size_t(n) * sizeof(S));
+      } else if constexpr ((std::is_same_v<S, float> && std::is_same_v<D, bf16>) ||
+                           (std::is_same_v<S, bf16> && std::is_same_v<D, float>)) {
+        // The vector kernels: a memory-bound pass, on one thread up to 256K elements (a parallel
+        // region costs more than such a pass saves, see docs/design.md).
+        const auto& k = kernels::convert_kernels();
+        parallel_for(0, n, int64_t(1) << 18, [&](int64_t b, int64_t e) {
+          if constexpr (std::is_same_v<D, bf16>) k.f32_to_bf16(s0 + b, reinterpret_cast<uint16_t*>(d0 + b), e - b);
+          else k.bf16_to_f32(reinterpret_cast<const uint16_t*>(s0 + b), d0 + b, e - b);
+        });
       } else {
         parallel_for(0, n, 65536, [&](int64_t b, int64_t e) {
           for (int64_t i = b; i < e; ++i) d0[i] = convert<D>(s0[i]);

@@ -1,6 +1,7 @@
 // Softmax and log-softmax along any dim, with their backward passes. f32 over the last dim runs
 // the vectorised row kernels (backend/cpu/vec_dispatch.h); other dims and f64 run the
 // reference kernels (backend/reference/norm_reference.h), which walk an (outer, n, inner) layout.
+#include "attn/core/profile.h"
 #include "attn/ops/softmax.h"
 
 #include "attn/autograd/grad_mode.h"
@@ -85,6 +86,7 @@ struct SoftmaxNode : autograd::Node {
 };
 
 Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
+  ATTN_PROFILE("softmax");
   const char* op = op_name(log);
   ATTN_CHECK(x.defined(), op, ": expected a tensor, got an undefined one");
   const int64_t nd = std::max<int64_t>(x.dim(), 1);

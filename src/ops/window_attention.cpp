@@ -1,5 +1,6 @@
 // window_attention_packed: validation, the fused kernels' arguments (backend/cpu/window_attention*),
 // the work split and the autograd node; see attn/ops/window_attention.h.
+#include "attn/core/profile.h"
 #include "attn/ops/window_attention.h"
 
 #include <algorithm>
@@ -131,6 +132,7 @@ struct WindowAttentionNode : autograd::Node {
 
 WindowAttentionResult window_attention_packed(const Tensor& qkv, int64_t num_heads, const Tensor& bias,
                                               const Tensor& mask, const WindowAttentionOptions& opts) {
+  ATTN_PROFILE("window attention");
   WinSetup st;
   st.s = validate_window(qkv, num_heads, bias, mask, opts);
   const WinShape& s = st.s;

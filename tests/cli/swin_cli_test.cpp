@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -184,6 +185,28 @@ TEST(SwinCli, InfoAndBenchEverySwin) {
     EXPECT_GT(json::parse(b.out).at("gmacs_per_image").get<double>(), 0) << b.out;
   }
   EXPECT_GE(count, 9);
+  // --profile: each op's exclusive time per pass; the rows, with the time outside any op, are the pass.
+  const test::CliRun pr = run_attn(dir, {"bench", "--model", "swin_fmnist", "--iters", "2", "--warmup", "1",
+                                         "--gemm-seconds", "0", "--json", "--profile", "--threads", "2"});
+  ASSERT_EQ(pr.code, 0) << pr.err;
+  const json prof = json::parse(pr.out).at("profile");
+  EXPECT_GT(prof.at("pass_ms").get<double>(), 0) << pr.out;
+  std::map<std::string, json> ops;
+  double share = 0;
+  for (const json& r : prof.at("ops")) {
+    ops[r.at("op").get<std::string>()] = r;
+    share += r.at("share").get<double>();
+    EXPECT_GE(r.at("ms").get<double>(), -1e-3) << r.dump();
+  }
+  EXPECT_NEAR(share, 1.0, 1e-6) << pr.out;
+  for (const char* op : {"gemm (oneDNN)", "linear", "window attention", "layer_norm", "(outside any op)"})
+    EXPECT_TRUE(ops.count(op)) << op << " missing from " << prof.dump();
+  // swin_fmnist: 8 blocks of four Linears (qkv, proj, fc1, fc2), patch merging's and the head: every
+  // Linear runs one GEMM.
+  if (ops.count("linear") && ops.count("gemm (oneDNN)")) {
+    EXPECT_GE(ops["linear"].at("calls").get<double>(), 34.0);
+    EXPECT_GE(ops["gemm (oneDNN)"].at("calls").get<double>(), ops["linear"].at("calls").get<double>());
+  }
   const Trained& t = trained();
   const test::CliRun b = run_attn(t.dir, {"bench", "--model", "swin_fmnist_distilled", "--weights", t.ckpt, "--iters",
                                           "1", "--warmup", "0", "--gemm-seconds", "0.05", "--gemm-size", "256",

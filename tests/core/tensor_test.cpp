@@ -5,6 +5,7 @@
 
 #include "attn/attn.h"
 #include "errors.h"
+#include "isa.h"
 #include "torch_ref.h"
 
 using namespace attn;
@@ -106,28 +107,50 @@ TEST(Tensor, DTypeConversion) {
 }
 
 TEST(Tensor, Bf16ConversionOfEveryKindOfFloatEqualsTheScalarDefinition) {
-  // The contiguous f32 -> bf16 copy (a parallel, vectorisable loop over bf16::from_float) must give
+  // The contiguous f32 -> bf16 copy (the vector kernels of each ISA, split across threads) must give
   // the scalar conversion's bits for ties (even and odd), values that round up into the next binade or to infinity,
-  // subnormals, +-0, +-inf and NaNs with payloads, here among random bit patterns.
+  // subnormals, +-0, +-inf and NaNs with payloads, here among random bit patterns; and bf16 -> f32 is exact.
   std::vector<uint32_t> bits = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00001u,
                                 0x7f800001u, 0x7fbfffffu, 0x3f808000u, 0x3f818000u, 0x3f80ffffu, 0x7f7fffffu,
-                                0x7f7f8000u, 0x00000001u, 0x807fffffu, 0x0000ffffu, 0x00008000u, 0x3fffffffu};
+                                0x7f7f8000u, 0x00000001u, 0x807fffffu, 0x0000ffffu, 0x00008000u, 0x3fffffffu,
+                                0xff800001u, 0xffffffffu, 0x7fffffffu, 0xbf808000u, 0xbf818000u};
   Generator g(5);
-  for (int i = 0; i < 70000; ++i) bits.push_back(uint32_t(g.next_u64()));
+  // More than one thread's chunk (2^18 elements), and a length that leaves a tail for every vector width.
+  for (int i = 0; i < 600013; ++i) bits.push_back(uint32_t(g.next_u64()));
   std::vector<float> f(bits.size());
   std::memcpy(f.data(), bits.data(), bits.size() * 4);
-  Tensor b = Tensor::from_vector<float>(f, {int64_t(f.size())}).to(DType::bf16);
-  const bf16* p = b.data<bf16>();
-  int64_t wrong = 0;
-  for (size_t i = 0; i < f.size(); ++i)
-    if (p[i].bits != bf16::from_float(f[i]).bits && wrong++ < 5)
-      ADD_FAILURE() << "f32 bits 0x" << std::hex << bits[i] << ": got 0x" << p[i].bits << ", expected 0x"
-                    << bf16::from_float(f[i]).bits;
-  EXPECT_EQ(wrong, 0);
-  EXPECT_EQ(p[3].bits, 0xff80u);                // -inf
-  EXPECT_EQ(p[8].bits, 0x3f80u);                // a tie with an even lower half stays
-  EXPECT_EQ(p[9].bits, 0x3f82u);                // a tie with an odd lower half rounds up
-  EXPECT_EQ(p[12].bits, 0x7f80u);               // the largest values round to infinity
+  const Tensor ft = Tensor::from_vector<float>(f, {int64_t(f.size())});
+  test::IsaRestore restore;
+  for (Isa isa : test::supported_isas()) {
+    SCOPED_TRACE(isa_name(isa));
+    set_isa(isa);
+    for (int64_t n : {int64_t(f.size()), int64_t(23), int64_t(7)}) {
+      Tensor b = ft.slice(0, 0, n).to(DType::bf16);
+      const bf16* p = b.data<bf16>();
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < n; ++i)
+        if (p[i].bits != bf16::from_float(f[size_t(i)]).bits && wrong++ < 5)
+          ADD_FAILURE() << "f32 bits 0x" << std::hex << bits[size_t(i)] << ": got 0x" << p[i].bits << ", expected 0x"
+                        << bf16::from_float(f[size_t(i)]).bits;
+      EXPECT_EQ(wrong, 0);
+      EXPECT_EQ(p[3].bits, 0xff80u);                  // -inf
+      if (n > 12) {
+        EXPECT_EQ(p[8].bits, 0x3f80u);                // a tie with an even lower half stays
+        EXPECT_EQ(p[9].bits, 0x3f82u);                // a tie with an odd lower half rounds up
+        EXPECT_EQ(p[12].bits, 0x7f80u);               // the largest values round to infinity
+      }
+      // Back to f32: the bf16 bits in the high half, exactly.
+      const std::vector<float> back = b.to(DType::f32).to_vector<float>();
+      int64_t wrong_back = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        uint32_t u;
+        std::memcpy(&u, &back[size_t(i)], 4);
+        if (u != uint32_t(p[i].bits) << 16 && wrong_back++ < 5)
+          ADD_FAILURE() << "bf16 0x" << std::hex << p[i].bits << " -> f32 0x" << u;
+      }
+      EXPECT_EQ(wrong_back, 0);
+    }
+  }
 }
 
 TEST(Tensor, BadInputMessages) {

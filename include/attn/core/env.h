@@ -78,8 +78,8 @@ bool launched_by_mpi();
 // OMPI_COMM_WORLD_SIZE as a count (nullopt when unset); OMPI_MCA_btl ("" when unset), for logs.
 std::optional<int> mpi_world_size();
 std::string mpi_btl();
-// The attn CLI re-runs itself once with OMP_WAIT_POLICY=PASSIVE when neither OMP_WAIT_POLICY nor
-// ATTN_NO_REEXEC is set (cli/main.cpp; libgomp reads the policy before main).
+// The attn CLI re-runs itself once with OMP_WAIT_POLICY=PASSIVE (and GOMP_SPINCOUNT=500 unless set)
+// when neither OMP_WAIT_POLICY nor ATTN_NO_REEXEC is set (cli/main.cpp; libgomp reads both before main).
 bool cli_reexec_for_wait_policy();
 
 }  // namespace attn::env

@@ -6,6 +6,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "attn/core/profile.h"
 #include "attn/core/isa.h"
 #include "attn/core/parallel.h"
 #include "gemm.h"
@@ -112,6 +113,7 @@ dnnl::matmul::primitive_desc matmul_pd(const Prim& p, bool with_bias) {
 }
 
 void run_prim(const Prim& p, void* a, void* b, const Tensor& bias, void* c) {
+  ATTN_PROFILE("gemm (oneDNN)");
   dnnl::stream s(cpu_engine());
   std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, dnnl::memory(p.a, cpu_engine(), a)},
                                              {DNNL_ARG_WEIGHTS, dnnl::memory(p.b, cpu_engine(), b)},
@@ -236,6 +238,7 @@ void gemm_onednn_packed(const Tensor& a, const Tensor& w, const Tensor& bias, Te
 }
 
 void gemm_onednn_u8s8(const uint8_t* a, int64_t M, int64_t K, int64_t lda, const Tensor& w, int32_t* c) {
+  ATTN_PROFILE("gemm (oneDNN)");
   const int64_t N = w.size(0);
   ATTN_CHECK(w.dtype() == DType::i8 && w.dim() == 2 && w.size(1) == K, "gemm_onednn_u8s8: expected an i8 (N, ", K,
              ") weight, got ", dtype_name(w.dtype()), " ", w.shape());
