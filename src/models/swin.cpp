@@ -11,6 +11,7 @@
 #include "attn/nn/init.h"
 #include "attn/ops/combine.h"
 #include "attn/ops/elementwise.h"
+#include "attn/ops/fused.h"
 #include "attn/ops/reduce.h"
 
 namespace attn::models {
@@ -178,8 +179,24 @@ Tensor SwinBlock::forward(const Tensor& x, Tensor* weights) const {
     Tensor h = x + drop_path->forward(norm1->forward(attn->forward(x, shift, weights)));
     return h + drop_path->forward(norm2->forward(mlp_forward(h)));
   }
+  if (!grad_enabled() && !is_training()) {   // the residual add and norm2 in one pass (ops/fused.h)
+    const auto [h, n] = add_layer_norm(x, attn->forward(norm1->forward(x), shift, weights), norm2->weight,
+                                       norm2->bias, norm2->options().eps);
+    return h + mlp_forward(n);
+  }
   Tensor h = x + drop_path->forward(attn->forward(norm1->forward(x), shift, weights));
   return h + drop_path->forward(mlp_forward(norm2->forward(h)));
+}
+
+// fc1, GELU, dropout, fc2, dropout; in inference the GELU is fc1's epilogue (ops/fused.h), its result
+// bf16 for a packed bf16 fc2 (which would round its input so).
+Tensor SwinBlock::mlp_apply(const Tensor& x) const {
+  if (grad_enabled() || is_training()) return mlp->forward(x);
+  const auto fc1 = std::static_pointer_cast<nn::Linear>(mlp->operator[](0));
+  const auto fc2 = std::static_pointer_cast<nn::Linear>(mlp->operator[](3));
+  const DType hidden = fc2->weight.is_gemm_packed() && fc2->weight.dtype() == DType::bf16 ? DType::bf16 : DType::f32;
+  if (x.dtype() != DType::f32 || !fc1->bias.defined()) return mlp->forward(x);
+  return fc2->forward(linear_bias_gelu(x, fc1->weight, fc1->bias, GeluApprox::none, hidden));
 }
 
 Tensor SwinBlock::mlp_forward(const Tensor& x) const {
@@ -187,11 +204,11 @@ Tensor SwinBlock::mlp_forward(const Tensor& x) const {
   // activations instead of 2 x 38.5 MB (fc1's output and GELU's) at its first stage.
   constexpr int64_t kRows = 4096;
   const int64_t C = x.size(-1), n = x.numel() / C;
-  if (grad_enabled() || is_training() || n <= 2 * kRows) return mlp->forward(x);
+  if (grad_enabled() || is_training() || n <= 2 * kRows) return mlp_apply(x);
   const Tensor rows = x.contiguous().view({n, C});
   Tensor out;
   for (int64_t r = 0; r < n; r += kRows) {
-    const Tensor y = mlp->forward(rows.slice(0, r, std::min(n, r + kRows)));
+    const Tensor y = mlp_apply(rows.slice(0, r, std::min(n, r + kRows)));
     if (!out.defined()) out = Tensor::empty({n, y.size(1)}, y.dtype());
     out.slice(0, r, std::min(n, r + kRows)).copy_(y);
   }

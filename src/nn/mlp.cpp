@@ -49,8 +49,11 @@ Tensor MLP::forward(const Tensor& x) const {
                      (fc1->weight.dtype() == x.dtype() ||
                       ((fc1->weight.dtype() == DType::bf16 || fc1->weight.dtype() == DType::i8) && x.dtype() == DType::f32)) &&
                      fc1->bias.dtype() == x.dtype() && x.dim() >= 1 && x.size(-1) == fc1->weight.size(1);
-  Tensor a = fused ? bias_gelu(linear(x, fc1->weight), fc1->bias,
-                               opt_.act == Activation::gelu_tanh ? GeluApprox::tanh : GeluApprox::none)
+  // With a packed weight in inference, the GELU is the GEMM's epilogue (ops/fused.h), and its result
+  // bf16 when fc2 is a packed bf16 Linear too (fc2 would round it to bf16 first).
+  const DType hidden = fc2->weight.is_gemm_packed() && fc2->weight.dtype() == DType::bf16 ? DType::bf16 : DType::f32;
+  Tensor a = fused ? linear_bias_gelu(x, fc1->weight, fc1->bias,
+                                      opt_.act == Activation::gelu_tanh ? GeluApprox::tanh : GeluApprox::none, hidden)
                    : activation(fc1->forward(x), opt_.act);
   Tensor h = drop1->forward(a);
   return drop2->forward(fc2->forward(h));

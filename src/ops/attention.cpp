@@ -216,8 +216,10 @@ FusedForward fused_forward(const Tensor& q_in, const Tensor& k_in, const Tensor&
   }
   // Query blocks per work item: up to 4 (each key block is packed once per item), while leaving
   // at least two items per thread for balance.
-  const int64_t qblocks = g.B * g.NH * kernels::attn_q_blocks(g);
-  const int64_t qpi = std::clamp<int64_t>(qblocks / (2 * get_num_threads()), 1, 4);
+  // Then evened out within a head: 4 blocks as 2 + 2, not 3 + 1 (the items stay equal).
+  const int64_t nqb = kernels::attn_q_blocks(g), qblocks = g.B * g.NH * nqb;
+  const int64_t qpi0 = std::clamp<int64_t>(qblocks / (2 * get_num_threads()), 1, 4);
+  const int64_t per_head = (nqb + qpi0 - 1) / qpi0, qpi = (nqb + per_head - 1) / per_head;
   a.q_blocks_per_item = qpi;
   const auto& kern = kernels::attention_kernels();
   run_items(kernels::attention_fwd_items(g, qpi), kernels::attention_fwd_scratch(g, qpi),

@@ -129,6 +129,7 @@ Tensor concat(const std::vector<Tensor>& xs, int64_t dim) {
 }
 
 Tensor stack(const std::vector<Tensor>& xs, int64_t dim) {
+  ATTN_PROFILE("concat");
   ATTN_CHECK(!xs.empty(), "stack: expected a non-empty list of tensors");
   for (size_t k = 0; k < xs.size(); ++k) ATTN_CHECK(xs[k].defined(), "stack: tensor ", k, " is undefined");
   const Tensor& ref = xs[0];

@@ -296,6 +296,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
 }
 
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  ATTN_PROFILE("index_select");
   ATTN_CHECK(x.dim() >= 1, "index_select: expected a tensor with at least 1 dim, got shape ", x.shape());
   const int64_t d = wrap_dim(dim, x.dim(), "index_select", x.shape());
   ATTN_CHECK(index.dim() <= 1, "index_select: expected a 1-d index, got shape ", index.shape());
@@ -324,6 +325,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
 }
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  ATTN_PROFILE("gather");
   ATTN_CHECK(index.dtype() == DType::i64, "gather: expected an index of dtype i64, got ",
              dtype_name(index.dtype()));
   ATTN_CHECK(index.dim() == x.dim(), "gather: expected an index of the same rank as x (", x.dim(),
@@ -364,6 +366,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
 }
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
+  ATTN_PROFILE("masked_fill");
   ATTN_CHECK(mask.dtype() == DType::u8, "masked_fill: expected a u8 mask, got ", dtype_name(mask.dtype()));
   ATTN_CHECK(broadcasts_to(mask.shape(), x.shape()), "masked_fill: mask of shape ", mask.shape(),
              " does not broadcast to x of shape ", x.shape());
@@ -379,6 +382,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
 }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  ATTN_PROFILE("where");
   ATTN_CHECK(cond.dtype() == DType::u8, "where: expected a u8 condition, got ", dtype_name(cond.dtype()));
   ATTN_CHECK(a.dtype() == b.dtype(), "where: a and b dtypes differ (", dtype_name(a.dtype()), " and ",
              dtype_name(b.dtype()), "); convert one with .to()");

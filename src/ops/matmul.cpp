@@ -3,6 +3,8 @@
 #include "attn/core/profile.h"
 #include "attn/ops/matmul.h"
 
+#include "attn/ops/fused.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -232,14 +234,18 @@ Tensor linear_bf16_weight(const Tensor& x, const Tensor& w, const Tensor& bias) 
   return out;
 }
 // A weight packed by nn::pack_linear_weights (inference only): the GEMM reads it in oneDNN's layout.
-Tensor linear_packed_weight(const Tensor& x, const Tensor& w, const Tensor& bias) {
+// x · wᵀ + bias through the weight's packed layout, the epilogue applied in the same pass; the
+// result f32, or bf16 when `bf16_out` (a bf16 weight only). x f32, or bf16 for a bf16 weight.
+Tensor linear_packed_weight(const Tensor& x, const Tensor& w, const Tensor& bias,
+                            kernels::GemmEpilogue epilogue = kernels::GemmEpilogue::none, bool bf16_out = false) {
   const int64_t N = w.shape()[0], K = w.shape()[1];
   std::vector<Tensor> ins{x, w};
   if (bias.defined()) ins.push_back(bias);
   ATTN_CHECK(!autograd::needs_grad(ins), "linear: the weight ", w.shape(), " is packed for inference "
              "(nn::pack_linear_weights), and no gradient flows through it; run under NoGradGuard, or unpack it "
              "(nn::unpack_linear_weights) to train");
-  ATTN_CHECK(x.dtype() == DType::f32, "linear: a packed ", dtype_name(w.dtype()), " weight takes f32 input, got ",
+  ATTN_CHECK(x.dtype() == DType::f32 || (x.dtype() == DType::bf16 && w.dtype() == DType::bf16), "linear: a packed ",
+             dtype_name(w.dtype()), " weight takes f32 input", w.dtype() == DType::bf16 ? " or bf16" : "", ", got ",
              dtype_name(x.dtype()));
   ATTN_CHECK(w.dtype() == DType::f32 || bf16_gemm_mode() == Bf16Gemm::native, "linear: the bf16 weight ", w.shape(),
              " is packed for oneDNN's bf16 matmul, which the emulated bf16 GEMM cannot read; unpack it "
@@ -248,10 +254,10 @@ Tensor linear_packed_weight(const Tensor& x, const Tensor& w, const Tensor& bias
   if (x2.stride(1) != 1) x2 = x2.contiguous();
   Shape os = x.shape();
   os.back() = N;
-  Tensor out = Tensor::empty(os, DType::f32);
+  Tensor out = Tensor::empty(os, bf16_out && w.dtype() == DType::bf16 ? DType::bf16 : DType::f32);
   Tensor c2 = out.view({x2.shape()[0], N});
   Tensor b = bias.defined() ? bias.to(DType::f32).contiguous() : Tensor();
-  kernels::gemm_onednn_packed(w.dtype() == DType::bf16 ? x2.to(DType::bf16) : x2, w, b, c2);
+  kernels::gemm_onednn_packed(x2.to(w.dtype()), w, b, c2, epilogue);
   return out;
 }
 }  // namespace
@@ -321,6 +327,24 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
     autograd::attach(out, n, ins);
   }
   return out;
+}
+
+Tensor linear_bias_gelu(const Tensor& x, const Tensor& w, const Tensor& bias, GeluApprox approx, DType result) {
+  const bool fused = w.defined() && w.dim() == 2 && w.is_gemm_packed() &&
+                     (w.dtype() == DType::f32 || w.dtype() == DType::bf16) &&
+                     (x.dtype() == DType::f32 || (x.dtype() == DType::bf16 && w.dtype() == DType::bf16)) &&
+                     x.dim() >= 1 && x.shape().back() == w.shape()[1] &&
+                     (!bias.defined() || (bias.dim() == 1 && bias.shape()[0] == w.shape()[0])) &&
+                     !autograd::needs_grad({x, w, bias});
+  if (!fused) return bias_gelu(linear(x, w), bias, approx);
+  ATTN_PROFILE("linear");
+  if (g_recorder) {
+    const int64_t K = w.shape()[1];
+    detail_record_gemm({1, x.numel() / std::max<int64_t>(1, K), K, w.shape()[0], x.dtype(), w, bias.defined()});
+  }
+  return linear_packed_weight(x, w, bias, approx == GeluApprox::tanh ? kernels::GemmEpilogue::gelu_tanh
+                                                                     : kernels::GemmEpilogue::gelu_erf,
+                              /*bf16_out=*/result == DType::bf16);
 }
 
 namespace {

@@ -1,4 +1,5 @@
 // Reductions along dims: sum, mean, var, max/argmax, sum_to; each with its backward.
+#include "attn/core/profile.h"
 #include "attn/ops/reduce.h"
 
 #include <algorithm>
@@ -153,6 +154,7 @@ struct SumNode : autograd::Node {
 };
 
 Tensor sum_impl(const Tensor& a, std::vector<int64_t> dims_in, bool keepdim, bool is_mean) {
+  ATTN_PROFILE("reduce");
   auto dims = norm_dims(std::move(dims_in), a.dim(), is_mean ? "mean" : "sum", a.shape());
   if (a.dim() == 0) dims.clear();
   Tensor out = sum_forward(a, dims, keepdim);

@@ -126,6 +126,7 @@ class SwinBlock : public nn::Module {
   // The MLP; at inference (no grad, eval mode) over slices of rows, so that its 4C-wide hidden
   // activations never exist for the whole map at once.
   Tensor mlp_forward(const Tensor& x) const;
+  Tensor mlp_apply(const Tensor& x) const;
   bool v2_, hf_;
 };
 

@@ -2,6 +2,7 @@
 //
 //   Tensor h = attn::bias_gelu(x, b);                          // gelu(x + b), x: (B, T, C), b: (C)
 //   auto [s, y] = attn::add_layer_norm(x, attn_out, w, b);     // s = x + attn_out, y = LN(s)
+//   Tensor h = attn::linear_bias_gelu(x, fc1_w, fc1_b);        // gelu(x · fc1_wᵀ + fc1_b)
 //
 // Both are differentiable in every input. f32 runs the vectorised kernels, f64 the reference ones.
 #pragma once
@@ -15,6 +16,14 @@ namespace attn {
 // gelu(x + bias), bias (C) broadcast over the last dim; one pass forward and backward.
 // An undefined bias means none (plain gelu).
 Tensor bias_gelu(const Tensor& x, const Tensor& bias, GeluApprox approx = GeluApprox::none);
+
+// gelu(x · wᵀ + bias), x (..., K), w (N, K), bias (N) or undefined. Where w is packed for inference
+// (nn::pack_linear_weights) and no gradient is wanted, one GEMM with the GELU as its epilogue (oneDNN's
+// GELU: the same function to f32 rounding), whose result is bf16 when `result` asks for it and w is
+// bf16 (the input of a next bf16 Linear, which rounds it so anyway); otherwise
+// bias_gelu(linear(x, w), bias, approx), f32.
+Tensor linear_bias_gelu(const Tensor& x, const Tensor& w, const Tensor& bias, GeluApprox approx = GeluApprox::none,
+                        DType result = DType::f32);
 
 // Fused residual add + layer norm: returns {s = x + residual, layer_norm(s)}; both differentiable.
 // x and residual have one shape (..., C); weight and bias as in layer_norm.

@@ -22,8 +22,13 @@ bool gemm_onednn_bf16_native();
 bool gemm_pack_weight(Tensor& w);
 // Back to the plain (N, K) layout, bit for bit. No-op on a weight that is not packed.
 void gemm_unpack_weight(Tensor& w);
-// c (M, N, f32) = a (M, K; f32, or bf16 for a bf16 weight) · wᵀ + bias, w packed by gemm_pack_weight.
-void gemm_onednn_packed(const Tensor& a, const Tensor& w, const Tensor& bias, Tensor& c);
+// What the packed GEMM applies to its f32 result before it writes c (oneDNN post-op, same pass).
+enum class GemmEpilogue { none, gelu_erf, gelu_tanh };
+
+// c (M, N; f32, or bf16 for a bf16 weight) = epilogue(a (M, K; f32, or bf16 for a bf16 weight) · wᵀ
+// + bias), w packed by gemm_pack_weight.
+void gemm_onednn_packed(const Tensor& a, const Tensor& w, const Tensor& bias, Tensor& c,
+                        GemmEpilogue epilogue = GemmEpilogue::none);
 // int8: c (M, N, s32, contiguous) = a (M, K, u8, row stride lda) · wᵀ, w (N, K) i8, plain (unit last
 // stride) or packed by gemm_pack_weight (which packs an i8 weight for this matmul).
 void gemm_onednn_u8s8(const uint8_t* a, int64_t M, int64_t K, int64_t lda, const Tensor& w, int32_t* c);

@@ -6,10 +6,12 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include "attn/core/profile.h"
 #include "attn/core/isa.h"
 #include "attn/core/parallel.h"
+#include "attn/core/profile.h"
+#include "convert_kernels.h"
 #include "gemm.h"
+#include "vec_dispatch.h"
 
 namespace attn::kernels {
 
@@ -101,9 +103,9 @@ std::shared_ptr<Prim> cached_prim(const std::string& key, Make make) {
 
 // The primitive descriptor of C = A · B (+ bias) over p's descriptors. A bf16 matmul notes its kernel
 // path (attn/core/isa.h) from the implementation oneDNN chose ("brg:avx512_core_amx", "..._bf16").
-dnnl::matmul::primitive_desc matmul_pd(const Prim& p, bool with_bias) {
+dnnl::matmul::primitive_desc matmul_pd(const Prim& p, bool with_bias, const dnnl::primitive_attr& attr = {}) {
   dnnl::matmul::desc d = with_bias ? dnnl::matmul::desc(p.a, p.b, p.bias, p.c) : dnnl::matmul::desc(p.a, p.b, p.c);
-  dnnl::matmul::primitive_desc pd(d, cpu_engine());
+  dnnl::matmul::primitive_desc pd(d, attr, cpu_engine());
   if (p.a.data_type() == dnnl::memory::data_type::bf16 || p.b.data_type() == dnnl::memory::data_type::bf16) {
     const char* impl = pd.impl_info_str();
     if (std::strstr(impl, "amx")) detail::note_kernel_path(KernelPath::amx);
@@ -206,23 +208,32 @@ void gemm_unpack_weight(Tensor& w) {
   st.gemm_packed.reset();
 }
 
-void gemm_onednn_packed(const Tensor& a, const Tensor& w, const Tensor& bias, Tensor& c) {
+void gemm_onednn_packed(const Tensor& a, const Tensor& w, const Tensor& bias, Tensor& c, GemmEpilogue epilogue) {
   ATTN_CHECK(w.is_gemm_packed(), "gemm_onednn_packed: the weight is not packed");
   auto pw = std::static_pointer_cast<const PackedWeight>(w.impl().storage->gemm_packed);
   const int64_t M = a.size(0), K = pw->K, N = pw->N;
+  const bool c_ok = c.dtype() == DType::f32 || (c.dtype() == DType::bf16 && pw->dtype == DType::bf16);
   ATTN_CHECK(a.dim() == 2 && a.size(1) == K && a.stride(1) == 1 && c.dim() == 2 && c.size(0) == M && c.size(1) == N &&
-                 c.is_contiguous() && c.dtype() == DType::f32 && a.dtype() == pw->dtype,
+                 c.is_contiguous() && c_ok && a.dtype() == pw->dtype,
              "gemm_onednn_packed: expected a (M, ", K, ") ", dtype_name(pw->dtype), " input with unit last stride and a "
-             "contiguous (M, ", N, ") f32 output, got ", a.shape(), " ", dtype_name(a.dtype()), " and ", c.shape());
+             "contiguous (M, ", N, ") f32 output, got ", a.shape(), " ", dtype_name(a.dtype()), " and ", c.shape(), " ",
+             dtype_name(c.dtype()));
   std::ostringstream key;
-  key << "P" << int(pw->dtype) << (bias.defined() ? 1 : 0) << '|' << get_num_threads() << ',' << M << ':' << a.stride(0)
-      << ',' << K << ',' << N;
+  key << "P" << int(pw->dtype) << int(c.dtype()) << int(epilogue) << (bias.defined() ? 1 : 0) << '|'
+      << get_num_threads() << ',' << M << ':' << a.stride(0) << ',' << K << ',' << N;
   const std::shared_ptr<Prim> p = cached_prim(key.str(), [&](Prim& q) {
     q.a = dnnl::memory::desc({M, K}, dt_of(pw->dtype), {a.stride(0), 1});
-    q.c = dnnl::memory::desc({M, N}, dnnl::memory::data_type::f32, {N, 1});
+    q.c = dnnl::memory::desc({M, N}, dt_of(c.dtype()), {N, 1});
     q.b = pw->packed;
     if (bias.defined()) q.bias = dnnl::memory::desc({1, N}, dnnl::memory::data_type::f32, {N, 1});
-    const dnnl::matmul::primitive_desc pd = matmul_pd(q, bias.defined());
+    dnnl::primitive_attr attr;
+    if (epilogue != GemmEpilogue::none) {
+      dnnl::post_ops po;
+      po.append_eltwise(1.f, epilogue == GemmEpilogue::gelu_erf ? dnnl::algorithm::eltwise_gelu_erf
+                                                                : dnnl::algorithm::eltwise_gelu_tanh, 0.f, 0.f);
+      attr.set_post_ops(po);
+    }
+    const dnnl::matmul::primitive_desc pd = matmul_pd(q, bias.defined(), attr);
     // A layout oneDNN chose for M = kPackRows that only its reference kernel takes at this M: run
     // the plain GEMM on an unpacked copy instead (correct, slower; not seen on ViT's shapes).
     q.unpack_first = std::strncmp(pd.impl_info_str(), "ref", 3) == 0;
@@ -231,7 +242,17 @@ void gemm_onednn_packed(const Tensor& a, const Tensor& w, const Tensor& bias, Te
   if (p->unpack_first) {
     Tensor plain = Tensor::empty({N, K}, pw->dtype);
     reorder_into(pw->packed, w.impl().storage->data, pw->plain, plain.raw_data());
-    gemm_onednn(a, plain.transpose(0, 1), bias, c);
+    if (epilogue == GemmEpilogue::none && c.dtype() == DType::f32) {
+      gemm_onednn(a, plain.transpose(0, 1), bias, c);
+      return;
+    }
+    // The epilogue by the row kernels, on one thread (a shape this rare is not worth more).
+    Tensor c32 = c.dtype() == DType::f32 ? c : Tensor::empty({M, N}, DType::f32);
+    gemm_onednn(a, plain.transpose(0, 1), bias, c32);
+    float* pc = c32.data<float>();
+    if (epilogue != GemmEpilogue::none)
+      row_kernels().gelu_fwd(pc, nullptr, pc, M, N, epilogue == GemmEpilogue::gelu_tanh);
+    if (c.dtype() == DType::bf16) convert_kernels().f32_to_bf16(pc, static_cast<uint16_t*>(c.raw_data()), M * N);
     return;
   }
   run_prim(*p, a.raw_data(), w.impl().storage->data, bias, c.raw_data());

@@ -2,7 +2,10 @@
 #include "attn/nn/attention/window.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -52,6 +55,31 @@ std::pair<int64_t, int64_t> py_range(int64_t a, std::optional<int64_t> b, int64_
   auto norm = [n](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + n : i, 0, n); };
   return {norm(a), b ? norm(*b) : n};
 }
+
+// A process-wide cache of what depends on a window geometry alone (the shift mask, the window rows),
+// built once per key instead of at every block's forward; bounded (cleared at 64 entries). The
+// cached tensors are only read.
+template <class V, size_t K>
+class GeometryCache {
+ public:
+  template <class Make>
+  V get(const std::array<int64_t, K>& key, Make make) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      auto it = map_.find(key);
+      if (it != map_.end()) return it->second;
+    }
+    V v = make();
+    std::lock_guard<std::mutex> lk(mu_);
+    if (map_.size() >= 64) map_.clear();
+    map_.emplace(key, v);
+    return v;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::array<int64_t, K>, V> map_;
+};
 
 }  // namespace
 
@@ -249,7 +277,11 @@ Tensor ShiftedWindowAttention::attend(const Tensor& windows, int64_t Hp, int64_t
   const int64_t wh = opt_.window_h, ww = opt_.window_w, B = windows.size(0) / ((Hp / wh) * (Wp / ww));
   const int64_t NH = opt_.num_heads, N = wh * ww, nW = (Hp / wh) * (Wp / ww);
   const bool shifted = sh + sw > 0, dropout = is_training() && opt_.attn_drop > 0;
-  Tensor mask = shifted ? swin_shift_mask(Hp, Wp, wh, ww, sh, sw).to(windows.dtype()) : Tensor();   // (nW, N, N)
+  static GeometryCache<Tensor, 7> masks;
+  Tensor mask = shifted ? masks.get({Hp, Wp, wh, ww, sh, sw, int64_t(windows.dtype())}, [&] {
+                  return swin_shift_mask(Hp, Wp, wh, ww, sh, sw).to(windows.dtype());
+                })
+                        : Tensor();   // (nW, N, N)
   if (shifted && opt_.hf_v2) mask = mask * 2.0;   // transformers' Swin V2 adds its mask twice
   if (windows.dtype() == DType::f32 && !dropout) {
     WindowAttentionOptions o;
@@ -279,7 +311,9 @@ Tensor ShiftedWindowAttention::forward(const Tensor& x, bool shift, Tensor* weig
   if (ph > 0) h = concat({h, Tensor::zeros({B, ph, W, opt_.dim}, x.dtype())}, 1);
   if (pw > 0) h = concat({h, Tensor::zeros({B, Hp, pw, opt_.dim}, x.dtype())}, 2);
   if (!timm) {   // roll + partition in one row gather, reverse + roll back + crop in another
-    const WindowRows rows = window_rows(B, H, W, Hp, Wp, wh, ww, sh, sw);
+    static GeometryCache<WindowRows, 9> cache;
+    const WindowRows rows =
+        cache.get({B, H, W, Hp, Wp, wh, ww, sh, sw}, [&] { return window_rows(B, H, W, Hp, Wp, wh, ww, sh, sw); });
     const int64_t C = opt_.dim;
     Tensor o = attend(index_select(h.reshape({B * Hp * Wp, C}), 0, rows.source).view({-1, wh * ww, C}), Hp, Wp, sh,
                       sw, weights);
