@@ -47,8 +47,9 @@ import re
 import sys
 from decimal import Decimal
 
-from results_targets import (BENCH, BENCHMARKS, INT8_PEERS, LOWER_IS_BETTER, NO_TARGET, Target, faster, fmt_fig,
-                             fmt_num, fmt_ratio, is_figure, is_num, low, ratio_of, sig)
+from results_targets import (BENCH, BENCHMARKS, INT8_PEERS, LOWER_IS_BETTER, MODEL_LABEL, NO_TARGET, Target, faster,
+                             fmt_fig, fmt_num, fmt_ratio, is_figure, is_num, low, ratio_of, sig)
+import gemm_limit_table
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS_DIR = os.path.join(ROOT, "bench", "results")
@@ -169,10 +170,6 @@ def host_record():
 
 # ---- a run_all.sh run: raw lines -> result records -------------------------------------------------------
 
-MODEL_LABEL = {"vit_base_patch16_224": "ViT-B/16", "deit_tiny_patch16_224": "DeiT-Ti",
-               "deit_small_patch16_224": "DeiT-S", "bert-base-uncased": "BERT-base"}
-
-
 def int8_records(runs, rec):
     """bench/int8_infer.sh's lines of one case (one a round) -> a speed record against each peer and the
     weight-memory record: the median of the rounds' medians, the spread over the rounds in the note."""
@@ -216,6 +213,33 @@ def int8_records(runs, rec):
         note=f"attn f32: {sig(wf)} MB of weights; int8 / f32 = {wi / wf:.3f}")
 
 
+def gemm_limit_records(runs, rec):
+    """bench/gemm_limit.sh's lines of one case (one a round) -> per dtype the overhead record (the model's
+    median latency against its GEMMs' time; the ratio the median overhead over the rounds) and the record
+    against the dtype's peer (ONNX Runtime f32, PyTorch bf16): medians of the rounds' medians."""
+    rounds = sorted({j["round"] for j in runs})
+    if len(rounds) != len(runs):
+        raise RecordError(f"gemm_limit: {runs[0]['model']} batch {runs[0]['batch']} has {len(runs)} lines for "
+                          f"rounds {rounds} (one a round expected)")
+    (e,) = gemm_limit_table.summarize(runs).values()
+    n = e["rounds"]
+    span = lambda t, unit="ms": f"{sig(t[1])}–{sig(t[2])}{' ' + unit if unit else ''}"
+    for d, peer, name in (("f32", "ort", "ONNX Runtime f32"), ("bf16", "torch_bf16", "PyTorch bf16")):
+        a = e["sides"].get(f"attn_{d}")
+        if a is None:
+            continue
+        o, g = e["overhead"][d], e["gemm_ms"][d]
+        rec("speed", "gemm_overhead", f"{e['case']}, {d}", "ms", sig(a[0]), None, peers={"its GEMMs alone": sig(g[0])},
+            ratio=round(o[0], 3), extra={"rounds": n, "overhead_range": [sig(o[1], 3), sig(o[2], 3)]},
+            note=f"{n} round{'s' if n != 1 else ''}; over the rounds the overhead {span(o, '')}, attn {span(a)}, "
+                 f"its GEMMs {span(g)}")
+        p = e["sides"][peer]
+        impl = f"; PyTorch ran {e['peer_impl'][peer]}" if peer in e["peer_impl"] else ""
+        rec("speed", "gemm_limit", f"{e['case']}, {d}, vs {name}", "ms", sig(a[0]), None, peers={name: sig(p[0])},
+            ratio=round(p[0] / a[0], 2), extra={"rounds": n},
+            note=f"{n} round{'s' if n != 1 else ''}; over the rounds attn {d} {span(a)}, {name} {span(p)}{impl}")
+
+
 def swin_records(j, rec):
     """bench/swin_infer.sh's line of one case -> its speed records (PyTorch, ONNX Runtime) and memory record."""
     a = j["attn"]
@@ -240,7 +264,7 @@ def swin_records(j, rec):
 def normalise(path, detail=False):
     """A raw run file -> (host record, result records). detail: one record per row of the benchmarks that
     summarise their rows in one record (kernels), as the build comparison wants them."""
-    host, command, out, vit_infer, int8_infer, fma = None, None, [], {}, {}, []
+    host, command, out, vit_infer, int8_infer, gemm_limit, fma = None, None, [], {}, {}, {}, []
 
     def rec(kind, bench, case, unit, attn, peer, **kw):
         r = {"kind": kind, "benchmark": bench, "case": case, "host": host["host"], "date": host["date"],
@@ -373,6 +397,8 @@ def normalise(path, detail=False):
             swin_records(j, rec)
         elif b == "int8_infer":
             int8_infer.setdefault((command, j["model"], j["batch"], j.get("seq_len"), j["threads"]), []).append(j)
+        elif b == "gemm_limit":
+            gemm_limit.setdefault((command, j["model"], j["batch"], j.get("seq_len"), j["threads"]), []).append(j)
         elif "model" in j and "policy" in j and "attn" in j and "torch" in j:   # bench/vit_infer.sh
             key = (command, j["model"], j["batch"], j["attn"].get("dtype", "f32"))
             vit_infer.setdefault(key, []).append(j)
@@ -397,6 +423,9 @@ def normalise(path, detail=False):
     for (cmd, *_), runs in int8_infer.items():
         command = cmd
         int8_records(runs, rec)
+    for (cmd, *_), runs in gemm_limit.items():
+        command = cmd
+        gemm_limit_records(runs, rec)
     for (cmd, model, batch, dtype), runs in vit_infer.items():
         command = cmd
         a = min(runs, key=lambda r: r["attn"]["latency_ms"]["median"])

@@ -143,6 +143,14 @@ def beats_peer(what):
     return Target(f"above {what}", check)
 
 
+def overhead_at_most(x):
+    """attn's model time at most x times the time of its own GEMMs alone (the record's ratio)."""
+    def check(r):
+        q = r.get("ratio")
+        return None if q is None else low(q) <= x + 1e-9
+    return Target(f"≤ {x:.2f}× its GEMMs alone", check)
+
+
 NO_TARGET = Target("none (reported)")
 
 
@@ -159,6 +167,19 @@ INT8_CASES = ["ViT-B/16, batch 1", "ViT-B/16, batch 8", "DeiT-S, batch 1", "DeiT
 INT8_PEERS = [("attn_f32", "attn f32", faster(1.5, "attn f32")),
               ("ort", "ONNX Runtime f32", faster(1.5, "ONNX Runtime f32")),
               ("torch_int8", "PyTorch int8", faster(2, "PyTorch dynamic int8"))]
+
+MODEL_LABEL = {"vit_base_patch16_224": "ViT-B/16", "deit_tiny_patch16_224": "DeiT-Ti",
+               "deit_small_patch16_224": "DeiT-S", "bert-base-uncased": "BERT-base", "swin_t": "Swin-T"}
+# bench/gemm_limit.sh: attn's overhead over its own GEMMs, at most this, f32 and bf16, batch 1 and 8
+GEMM_OVERHEAD_TARGETS = {"deit_tiny_patch16_224": 1.25, "deit_small_patch16_224": 1.15,
+                         "vit_base_patch16_224": 1.10, "swin_t": 1.15, "bert-base-uncased": 1.15}
+
+
+def gemm_limit_case(model, batch):
+    return f"{MODEL_LABEL.get(model, model)}, batch {batch}" + (", sequence 128" if model.startswith("bert") else "")
+
+
+GEMM_LIMIT_CASES = [gemm_limit_case(m, b) for m in GEMM_OVERHEAD_TARGETS for b in (1, 8)]
 
 BENCHMARKS = [
     Bench("vit_infer", "speed", "ViT / DeiT inference, f32",
@@ -213,6 +234,23 @@ BENCHMARKS = [
           "round, attn and PyTorch the better of their two wait policies; the median of the rounds' medians, "
           "the spread over the rounds in the note.",
           {f"{c}, vs {name}": t for c in INT8_CASES for _, name, t in INT8_PEERS}),
+    Bench("gemm_overhead", "speed", "Inference at the GEMM limit: overhead over the model's own GEMMs",
+          "`attn bench`'s model time over the time of exactly its own GEMMs run alone on oneDNN in the same run "
+          "(same shapes and count, same dtype, the same packed weights; the fused attention's QKᵀ and PV as the "
+          "batched GEMMs they are): the ratio column is that overhead, the attn column the model's median latency "
+          "and the peer column the GEMMs' time (bench/gemm_limit.sh, random weights, BERT-base as BertModel at "
+          "sequence 128, R alternated rounds: medians over the rounds, the spread in the note). bf16 needs a CPU "
+          "with a native bf16 matmul.",
+          {f"{gemm_limit_case(m, b)}, {d}": overhead_at_most(x)
+           for m, x in GEMM_OVERHEAD_TARGETS.items() for b in (1, 8) for d in ("f32", "bf16")}),
+    Bench("gemm_limit", "speed", "Inference at the GEMM limit: against ONNX Runtime and PyTorch",
+          "The same runs: attn f32 against ONNX Runtime 1.30's f32 (torch.onnx.export of the same torchvision / "
+          "Hugging Face-layout model, graph optimizations all, the same intra-op threads) and attn bf16 against "
+          "PyTorch's bf16 (the faster of autocast and the model cast to bf16, each at the better of its two wait "
+          "policies; torch 1.13's autocast cannot run torchvision's Swin, which runs cast).",
+          {f"{c}, {d}": faster(x, name) for c in GEMM_LIMIT_CASES
+           for d, x, name in (("f32, vs ONNX Runtime f32", 1.3, "ONNX Runtime f32"),
+                              ("bf16, vs PyTorch bf16", 1.5, "PyTorch bf16"))}),
     Bench("vit_train", "speed", "Fashion-MNIST ViTs: training step and inference",
           "Training step at batch 128 (AdamW) and inference at batch 256, against the same model in PyTorch "
           "(its inference timed whole and in slices of 16 and 32, its best counted); with --rounds, the median "

@@ -6,6 +6,8 @@ distillation token adds one token and one head, which this peer includes).
     /usr/bin/python3 bench/peers/vit_infer.py --model vit_base_patch16_224 --batch 1 --threads 2 [--iters 20]
     [--dtype f32|bf16|int8] [--qengine onednn|qnnpack|best] [--peer pytorch|onnxruntime]
 
+--dtype bf16: PyTorch's bf16 autocast of the f32 model and the model and input cast to bf16, both timed, the
+faster reported ("impl"; both medians in "all_impls_ms").
 --dtype int8: PyTorch's dynamic int8 of the same f32 model (bench/peers/int8_peer.py:
 torch.quantization.quantize_dynamic of its nn.Linear modules, qint8) under --qengine (best, the default:
 each engine timed, the faster reported). torchvision's attention is nn.MultiheadAttention, whose in_proj
@@ -19,6 +21,7 @@ without and keep the better figure (docs/design.md, "Peers in the benchmarks").
 import peer_env  # noqa: F401  (before torch: OpenBLAS's kernels for this CPU, see peer_env.py)
 import argparse
 import json
+import sys
 
 import torch
 import torch.nn as nn
@@ -110,9 +113,24 @@ def main():
         model = Distilled(model, dim)
     model.eval()
     x = torch.randn(a.batch, 3, 224, 224)
-    if a.dtype == "bf16":
-        model = model.to(torch.bfloat16)
-        x = x.to(torch.bfloat16)
+    if a.dtype == "bf16" and a.peer == "pytorch":
+        # PyTorch's two ways to run bf16: autocast of the f32 model, and the model and input cast to bf16; the
+        # faster counts, named in "impl", with both medians.
+        both = {}
+        try:
+            both["autocast"] = latency_ms(lambda: model(x), a.iters, a.warmup,
+                                          lambda: torch.autocast("cpu", dtype=torch.bfloat16))
+        except RuntimeError as e:
+            print(f"vit_infer.py: bf16 autocast failed: {str(e).splitlines()[0][:200]}", file=sys.stderr)
+        mb, xb = model.to(torch.bfloat16), x.to(torch.bfloat16)
+        both["bf16 cast"] = time_pytorch(mb, xb, a.iters, a.warmup)
+        impl = min(both, key=lambda k: both[k]["median"])
+        r = {"peer": "pytorch", "torch": torch.__version__, "model": a.model, "batch": a.batch, "threads": a.threads,
+             "dtype": a.dtype, "impl": impl, "latency_ms": both[impl],
+             "all_impls_ms": {k: v["median"] for k, v in both.items()}}
+        r["images_per_s"] = a.batch / (r["latency_ms"]["median"] / 1e3)
+        print(json.dumps(r))
+        return
     if a.peer == "onnxruntime":
         if a.dtype != "f32":
             raise SystemExit("vit_infer.py: the ONNX Runtime peer runs f32 only")

@@ -7,11 +7,15 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 
 #include "attn/autograd/grad_mode.h"
 #include "attn/autograd/node.h"
 #include "attn/core/parallel.h"
 #include "../backend/cpu/attention_fused.h"
+#include "../backend/cpu/convert_kernels.h"
+#include "../backend/cpu/gemm.h"
+#include "../backend/cpu/vec_dispatch.h"
 #include "attention_naive.h"
 #include "gemm_record.h"
 #include "work_items.h"
@@ -303,9 +307,78 @@ SdpaResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const 
   return reference::sdpa_naive(q, k, v, mask, c);
 }
 
+namespace {
+
+// Scores of the bf16 attention held at once: up to 2^24 (64 MiB of f32) a call.
+constexpr int64_t kBf16ScoresMax = int64_t(1) << 24;
+
+// The bf16 attention of a packed bf16 qkv (B, T, 3 C) -> (B, T, C) bf16: S = scale · Q Kᵀ (oneDNN's bf16
+// batched matmul, the heads read in place, f32 scores), P = softmax(S) rounded to bf16, O = P V (bf16
+// matmul, written in place as merged heads). What a bf16 model's Linears around it read and round to.
+Tensor attention_bf16_packed(const Tensor& qkv, int64_t NH, double scale) {
+  const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3, HS = C / NH, BH = B * NH;
+  const Tensor x = qkv.contiguous();
+  const auto* px = static_cast<const uint16_t*>(x.raw_data());
+  detail::record_attention_gemms(BH, T, T, HS, DType::bf16);
+  // q, k, v head by head, each (B NH, T, HS) contiguous: the layouts oneDNN's brgemm matmul takes.
+  Tensor heads = Tensor::empty({3, BH, T, HS}, DType::bf16);
+  auto* ph = static_cast<uint16_t*>(heads.raw_data());
+  parallel_for(0, B * T, std::max<int64_t>(1, 65536 / (3 * C)), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t b = r / T, t = r % T;
+      for (int64_t w = 0; w < 3; ++w)
+        for (int64_t h = 0; h < NH; ++h)
+          std::memcpy(ph + ((w * BH + b * NH + h) * T + t) * HS, px + r * 3 * C + w * C + h * HS,
+                      size_t(HS) * sizeof(uint16_t));
+    }
+  });
+  Tensor scores = Tensor::empty({BH, T, T});
+  Tensor probs = Tensor::empty({BH, T, T}, DType::bf16);
+  Tensor o = Tensor::empty({BH, T, HS}, DType::bf16);
+  const int64_t hsz = BH * T * HS;
+  const kernels::Strided4 q{{1, BH, T, HS}, {hsz, T * HS, HS, 1}}, kt{{1, BH, HS, T}, {hsz, T * HS, 1, HS}},
+      s{{1, BH, T, T}, {BH * T * T, T * T, T, 1}};
+  kernels::gemm_onednn_bf16_4d(ph, q, ph + hsz, kt, scores.raw_data(), s, DType::f32, float(scale));
+  float* ps = scores.data<float>();
+  auto* pp = static_cast<uint16_t*>(probs.raw_data());
+  const auto& rk = kernels::row_kernels();
+  const auto& ck = kernels::convert_kernels();
+  parallel_for(0, BH * T, std::max<int64_t>(1, 16384 / T), [&](int64_t r0, int64_t r1) {
+    rk.softmax_fwd(ps + r0 * T, ps + r0 * T, r1 - r0, T, /*log=*/false);
+    ck.f32_to_bf16(ps + r0 * T, pp + r0 * T, (r1 - r0) * T);
+  });
+  kernels::gemm_onednn_bf16_4d(pp, s, ph + 2 * hsz, q, o.raw_data(), q, DType::bf16, 1.f);
+  // Heads merged: (B, NH, T, HS) -> (B, T, C).
+  Tensor out = Tensor::empty({B, T, C}, DType::bf16);
+  auto* po = static_cast<uint16_t*>(out.raw_data());
+  const auto* pso = static_cast<const uint16_t*>(o.raw_data());
+  parallel_for(0, B * T, std::max<int64_t>(1, 65536 / C), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t b = r / T, t = r % T;
+      for (int64_t h = 0; h < NH; ++h)
+        std::memcpy(po + r * C + h * HS, pso + ((b * NH + h) * T + t) * HS, size_t(HS) * sizeof(uint16_t));
+    }
+  });
+  return out;
+}
+
+}  // namespace
+
 Tensor scaled_dot_product_attention_packed(const Tensor& qkv, int64_t num_heads, const Tensor& mask,
                                            const SdpaOptions& opts) {
   ATTN_PROFILE("attention");
+  if (qkv.defined() && qkv.dtype() == DType::bf16) {
+    // A bf16 qkv (linear_bf16_out of a bf16 model): the bf16 attention where it applies, else the f32 path.
+    ATTN_CHECK(qkv.dim() == 3 && num_heads > 0 && qkv.size(2) % (3 * num_heads) == 0, kOp, "_packed: expected "
+               "qkv of shape (B, T, 3 x num_heads (", num_heads, ") x a head size), got ", qkv.shape());
+    const int64_t B = qkv.size(0), T = qkv.size(1), HS = qkv.size(2) / (3 * num_heads);
+    const bool plain = !mask.defined() && !opts.causal && opts.dropout_p == 0.0 && !opts.need_weights &&
+                       !autograd::needs_grad({qkv}) && B * num_heads * T * T <= kBf16ScoresMax &&
+                       kernels::gemm_onednn_bf16_native();
+    if (plain) return attention_bf16_packed(qkv, num_heads, std::isnan(opts.scale) ? 1.0 / std::sqrt(double(HS))
+                                                                                    : opts.scale);
+    return scaled_dot_product_attention_packed(qkv.to(DType::f32), num_heads, mask, opts);
+  }
   ATTN_CHECK(qkv.defined() && qkv.dim() == 3, kOp, "_packed: expected qkv of shape (B, T, 3 C), got ",
              qkv.defined() ? qkv.shape() : Shape{});
   ATTN_CHECK(num_heads > 0 && qkv.size(2) % (3 * num_heads) == 0, kOp, "_packed: the last dim of qkv ",

@@ -3,9 +3,12 @@
 #pragma once
 #include <cstdint>
 
+#include "attn/core/dtype.h"
+
 namespace attn::detail {
 
-// QKᵀ (bh × tq × hs · hs × tk) and PV (bh × tq × tk · tk × hs), f32; nothing unless a recorder is live.
-void record_attention_gemms(int64_t bh, int64_t tq, int64_t tk, int64_t hs);
+// QKᵀ (bh × tq × hs · hs × tk) and PV (bh × tq × tk · tk × hs), in `dtype` (the fused kernels' f32, the bf16
+// attention's bf16); nothing unless a recorder is live.
+void record_attention_gemms(int64_t bh, int64_t tq, int64_t tk, int64_t hs, DType dtype = DType::f32);
 
 }  // namespace attn::detail

@@ -85,10 +85,10 @@ void detail_record_gemm(GemmCall c) {
   if (g_recorder) g_recorder->calls_.push_back(std::move(c));
 }
 
-void detail::record_attention_gemms(int64_t bh, int64_t tq, int64_t tk, int64_t hs) {
+void detail::record_attention_gemms(int64_t bh, int64_t tq, int64_t tk, int64_t hs, DType dtype) {
   if (!g_recorder || bh <= 0 || tq <= 0 || tk <= 0) return;
-  detail_record_gemm({bh, tq, hs, tk, DType::f32});   // Q Kᵀ
-  detail_record_gemm({bh, tq, tk, hs, DType::f32});   // P V
+  detail_record_gemm({bh, tq, hs, tk, dtype});   // Q Kᵀ
+  detail_record_gemm({bh, tq, tk, hs, dtype});   // P V
 }
 
 GemmRecorder::GemmRecorder() {
@@ -345,6 +345,21 @@ Tensor linear_bias_gelu(const Tensor& x, const Tensor& w, const Tensor& bias, Ge
   return linear_packed_weight(x, w, bias, approx == GeluApprox::tanh ? kernels::GemmEpilogue::gelu_tanh
                                                                      : kernels::GemmEpilogue::gelu_erf,
                               /*bf16_out=*/result == DType::bf16);
+}
+
+Tensor linear_bf16_out(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  const bool bf16 = w.defined() && w.dim() == 2 && w.is_gemm_packed() && w.dtype() == DType::bf16 &&
+                    bf16_gemm_mode() == Bf16Gemm::native && x.dim() >= 1 && x.shape().back() == w.shape()[1] &&
+                    (x.dtype() == DType::f32 || x.dtype() == DType::bf16) &&
+                    (!bias.defined() || (bias.dim() == 1 && bias.shape()[0] == w.shape()[0])) &&
+                    !autograd::needs_grad({x, w, bias});
+  if (!bf16) return linear(x, w, bias);
+  ATTN_PROFILE("linear");
+  if (g_recorder) {
+    const int64_t K = w.shape()[1];
+    detail_record_gemm({1, x.numel() / std::max<int64_t>(1, K), K, w.shape()[0], x.dtype(), w, bias.defined()});
+  }
+  return linear_packed_weight(x, w, bias, kernels::GemmEpilogue::none, /*bf16_out=*/true);
 }
 
 namespace {

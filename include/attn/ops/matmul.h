@@ -26,6 +26,10 @@ namespace attn {
 
 Tensor matmul(const Tensor& a, const Tensor& b);
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+// linear(x, w, bias) with its result in bf16 where w is a bf16 weight packed for inference on a CPU with
+// a native bf16 matmul and no gradient is wanted (the input of ops that read bf16: the attention of a
+// bf16 model, scaled_dot_product_attention_packed); otherwise linear(x, w, bias) itself.
+Tensor linear_bf16_out(const Tensor& x, const Tensor& w, const Tensor& bias = Tensor());
 
 enum class Bf16Gemm { native, emulated };
 // What linear() with a bf16 weight runs: native when oneDNN has a bf16 matmul for this CPU, unless

@@ -22,6 +22,17 @@ bool gemm_onednn_bf16_native();
 bool gemm_pack_weight(Tensor& w);
 // Back to the plain (N, K) layout, bit for bit. No-op on a weight that is not packed.
 void gemm_unpack_weight(Tensor& w);
+// A 4-d strided operand: dims (b, h, rows, cols) and their element strides.
+struct Strided4 {
+  int64_t dims[4];
+  int64_t strides[4];
+};
+// C[b, h] = scale · A[b, h] · B[b, h] for every (b, h): A (M, K) and B (K, N) bf16, C (M, N) f32 or bf16,
+// each through its own strides (heads read in place from a packed projection); one oneDNN matmul,
+// its primitive cached per geometry.
+void gemm_onednn_bf16_4d(const void* a, const Strided4& ga, const void* b, const Strided4& gb, void* c,
+                         const Strided4& gc, DType c_dtype, float scale);
+
 // What the packed GEMM applies to its f32 result before it writes c (oneDNN post-op, same pass).
 enum class GemmEpilogue { none, gelu_erf, gelu_tanh };
 

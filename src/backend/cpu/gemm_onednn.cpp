@@ -258,6 +258,28 @@ void gemm_onednn_packed(const Tensor& a, const Tensor& w, const Tensor& bias, Te
   run_prim(*p, a.raw_data(), w.impl().storage->data, bias, c.raw_data());
 }
 
+void gemm_onednn_bf16_4d(const void* a, const Strided4& ga, const void* b, const Strided4& gb, void* c,
+                         const Strided4& gc, DType c_dtype, float scale) {
+  ATTN_CHECK(c_dtype == DType::f32 || c_dtype == DType::bf16, "gemm_onednn_bf16_4d: expected an f32 or bf16 "
+             "result, got ", dtype_name(c_dtype));
+  auto dims = [](const Strided4& g) { return dnnl::memory::dims(g.dims, g.dims + 4); };
+  auto strides = [](const Strided4& g) { return dnnl::memory::dims(g.strides, g.strides + 4); };
+  std::ostringstream key;
+  key << "B4|" << get_num_threads() << '|' << int(c_dtype) << '|' << scale;
+  for (const Strided4* g : {&ga, &gb, &gc})
+    for (int i = 0; i < 4; ++i) key << ',' << g->dims[i] << ':' << g->strides[i];
+  const std::shared_ptr<Prim> p = cached_prim(key.str(), [&](Prim& q) {
+    using dt = dnnl::memory::data_type;
+    q.a = dnnl::memory::desc(dims(ga), dt::bf16, strides(ga));
+    q.b = dnnl::memory::desc(dims(gb), dt::bf16, strides(gb));
+    q.c = dnnl::memory::desc(dims(gc), dt_of(c_dtype), strides(gc));
+    dnnl::primitive_attr attr;
+    if (scale != 1.f) attr.set_output_scales(0, {scale});
+    q.prim = dnnl::matmul(matmul_pd(q, false, attr));
+  });
+  run_prim(*p, const_cast<void*>(a), const_cast<void*>(b), Tensor(), c);
+}
+
 void gemm_onednn_u8s8(const uint8_t* a, int64_t M, int64_t K, int64_t lda, const Tensor& w, int32_t* c) {
   ATTN_PROFILE("gemm (oneDNN)");
   const int64_t N = w.size(0);

@@ -83,7 +83,9 @@ MultiHeadResult SelfAttention::forward(const Tensor& x, const Tensor& mask, bool
   so.generator = gen_;
   so.need_weights = need_weights;
   so.impl = opt_.impl;
-  const Tensor y = qkv->forward(x);
+  // A bf16 model in inference: the projection's result in bf16, the attention in bf16 (ops/attention.h).
+  const bool bf16 = !need_weights && !mask.defined() && !so.causal && so.dropout_p == 0.0 && wdt == DType::bf16;
+  const Tensor y = bf16 ? linear_bf16_out(x, qkv->weight, qkv->bias) : qkv->forward(x);
   if (!need_weights)   // one (B, T, 3C) gradient buffer on the fused path
     return {proj_drop->forward(proj->forward(scaled_dot_product_attention_packed(y, NH, mask, so))), Tensor()};
   // (B, T, 3C) -> (3, B, NH, T, HS): views of the one projection.
