@@ -12,6 +12,7 @@
 #include "attn/ops/combine.h"
 #include "attn/ops/elementwise.h"
 #include "attn/ops/fused.h"
+#include "attn/ops/matmul.h"
 #include "attn/ops/reduce.h"
 
 namespace attn::models {
@@ -180,8 +181,11 @@ Tensor SwinBlock::forward(const Tensor& x, Tensor* weights) const {
     return h + drop_path->forward(norm2->forward(mlp_forward(h)));
   }
   if (!grad_enabled() && !is_training()) {   // the residual add and norm2 in one pass (ops/fused.h)
+    // norm2's result in bf16 for a packed bf16 fc1, which would round it so anyway (linear_reads_bf16).
+    const auto fc1 = std::static_pointer_cast<nn::Linear>(mlp->operator[](0));
+    const DType n_dt = x.dtype() == DType::f32 && linear_reads_bf16(fc1->weight) ? DType::bf16 : DType::f32;
     const auto [h, n] = add_layer_norm(x, attn->forward(norm1->forward(x), shift, weights), norm2->weight,
-                                       norm2->bias, norm2->options().eps);
+                                       norm2->bias, norm2->options().eps, n_dt);
     return h + mlp_forward(n);
   }
   Tensor h = x + drop_path->forward(attn->forward(norm1->forward(x), shift, weights));
@@ -195,7 +199,8 @@ Tensor SwinBlock::mlp_apply(const Tensor& x) const {
   const auto fc1 = std::static_pointer_cast<nn::Linear>(mlp->operator[](0));
   const auto fc2 = std::static_pointer_cast<nn::Linear>(mlp->operator[](3));
   const DType hidden = fc2->weight.is_gemm_packed() && fc2->weight.dtype() == DType::bf16 ? DType::bf16 : DType::f32;
-  if (x.dtype() != DType::f32 || !fc1->bias.defined()) return mlp->forward(x);
+  const bool bf16_x = x.dtype() == DType::bf16 && linear_reads_bf16(fc1->weight);
+  if ((x.dtype() != DType::f32 && !bf16_x) || !fc1->bias.defined()) return mlp->forward(x);
   return fc2->forward(linear_bias_gelu(x, fc1->weight, fc1->bias, GeluApprox::none, hidden));
 }
 

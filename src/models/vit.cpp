@@ -15,6 +15,8 @@
 #include "attn/ops/conv.h"
 #include "attn/ops/elementwise.h"
 #include "attn/ops/fused.h"
+#include "attn/ops/matmul.h"
+#include "attn/ops/norm.h"
 #include "attn/ops/reduce.h"
 #include "attn/ops/softmax.h"
 
@@ -114,11 +116,18 @@ Tensor VitBlock::forward(const Tensor& x_in) const {
 }
 
 std::pair<Tensor, Tensor> VitBlock::forward_fused(const Tensor& x, const Tensor& pending) const {
+  // A bf16 model in inference: the norms write their results in bf16 for the packed bf16 Linears that read
+  // them (qkv, fc1), which would round them so anyway (ops/matmul.h: linear_reads_bf16).
+  const bool infer = !grad_enabled() && !is_training() && x.dtype() == DType::f32;
+  const DType h_dt = infer && linear_reads_bf16(attn->qkv->weight) ? DType::bf16 : DType::f32;
+  const DType h2_dt = infer && linear_reads_bf16(mlp->fc1->weight) ? DType::bf16 : DType::f32;
   Tensor s = x, h;
-  if (pending.defined()) std::tie(s, h) = add_layer_norm(x, pending, norm1->weight, norm1->bias, norm1->options().eps);
+  if (pending.defined())
+    std::tie(s, h) = add_layer_norm(x, pending, norm1->weight, norm1->bias, norm1->options().eps, h_dt);
+  else if (h_dt == DType::bf16) h = layer_norm(x, norm1->weight, norm1->bias, norm1->options().eps, h_dt);
   else h = norm1->forward(x);
   auto [s1, h2] = add_layer_norm(s, drop_path->forward(attn->forward(h).out), norm2->weight, norm2->bias,
-                                 norm2->options().eps);
+                                 norm2->options().eps, h2_dt);
   return {s1, drop_path->forward(mlp->forward(h2))};
 }
 

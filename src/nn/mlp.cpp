@@ -44,11 +44,14 @@ Tensor MLP::forward(const Tensor& x) const {
   // GELU with a bias: the bias goes into the fused bias_gelu instead of the GEMM, so the backward pass
   // computes fc1's bias gradient in the same pass as the GELU gradient (one read of the hidden gradient
   // fewer). Same values: the GEMM's f32 result plus the bias, then GELU, in both forms.
+  // (A bf16 x: a bf16 layer norm's result for a packed bf16 fc1, linear_reads_bf16; its bias stays f32.)
+  const bool bf16_x = x.dtype() == DType::bf16 && linear_reads_bf16(fc1->weight);
+  const DType xdt = bf16_x ? DType::f32 : x.dtype();
   const bool fused = opt_.act != Activation::relu && fc1->bias.defined() &&
-                     (x.dtype() == DType::f32 || x.dtype() == DType::f64) &&
-                     (fc1->weight.dtype() == x.dtype() ||
-                      ((fc1->weight.dtype() == DType::bf16 || fc1->weight.dtype() == DType::i8) && x.dtype() == DType::f32)) &&
-                     fc1->bias.dtype() == x.dtype() && x.dim() >= 1 && x.size(-1) == fc1->weight.size(1);
+                     (xdt == DType::f32 || xdt == DType::f64) &&
+                     (fc1->weight.dtype() == xdt ||
+                      ((fc1->weight.dtype() == DType::bf16 || fc1->weight.dtype() == DType::i8) && xdt == DType::f32)) &&
+                     fc1->bias.dtype() == xdt && x.dim() >= 1 && x.size(-1) == fc1->weight.size(1);
   // With a packed weight in inference, the GELU is the GEMM's epilogue (ops/fused.h), and its result
   // bf16 when fc2 is a packed bf16 Linear too (fc2 would round it to bf16 first).
   const DType hidden = fc2->weight.is_gemm_packed() && fc2->weight.dtype() == DType::bf16 ? DType::bf16 : DType::f32;

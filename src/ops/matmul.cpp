@@ -347,6 +347,10 @@ Tensor linear_bias_gelu(const Tensor& x, const Tensor& w, const Tensor& bias, Ge
                               /*bf16_out=*/result == DType::bf16);
 }
 
+bool linear_reads_bf16(const Tensor& w) {
+  return w.defined() && w.dtype() == DType::bf16 && w.is_gemm_packed() && bf16_gemm_mode() == Bf16Gemm::native;
+}
+
 Tensor linear_bf16_out(const Tensor& x, const Tensor& w, const Tensor& bias) {
   const bool bf16 = w.defined() && w.dim() == 2 && w.is_gemm_packed() && w.dtype() == DType::bf16 &&
                     bf16_gemm_mode() == Bf16Gemm::native && x.dim() >= 1 && x.shape().back() == w.shape()[1] &&

@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "attn/autograd/grad_mode.h"
 #include "attn/autograd/node.h"
 #include "attn/ops/fused.h"
+#include "../backend/cpu/convert_kernels.h"
 #include "../backend/cpu/vec_dispatch.h"
 #include "../backend/reference/norm_reference.h"
 
@@ -36,10 +38,12 @@ void check_affine(const char* op, const char* what, const Tensor& t, int64_t C, 
 }
 
 // y = LN(x + r) (r undefined: LN(x)); s = x + r when r is defined. x, r contiguous.
+// y_bf16: y rounded to bf16 as it is written (f32 x; each chunk's rows normalised into a small f32
+// scratch first).
 void ln_forward(const Tensor& x, const Tensor& r, const Tensor& w_in, const Tensor& b_in, double eps, Tensor& s,
-                Tensor& y, Tensor& mean, Tensor& rstd) {
+                Tensor& y, Tensor& mean, Tensor& rstd, bool y_bf16 = false) {
   const int64_t C = x.size(-1), rows = x.numel() / C;
-  y = Tensor::empty(x.shape(), x.dtype());
+  y = Tensor::empty(x.shape(), y_bf16 ? DType::bf16 : x.dtype());
   if (r.defined()) s = Tensor::empty(x.shape(), x.dtype());
   mean = Tensor::empty({rows}, x.dtype());
   rstd = Tensor::empty({rows}, x.dtype());
@@ -51,12 +55,27 @@ void ln_forward(const Tensor& x, const Tensor& r, const Tensor& w_in, const Tens
     const float* px = x.data<float>();
     const float* pr = r.defined() ? r.data<float>() : nullptr;
     float* ps = r.defined() ? s.data<float>() : nullptr;
-    float* py = y.data<float>();
     float* pm = mean.data<float>();
     float* prs = rstd.data<float>();
     const float* pw = w.data<float>();
     const float* pb = b.data<float>();
     const auto& k = kernels::row_kernels();
+    if (y_bf16) {
+      auto* yb = static_cast<uint16_t*>(y.raw_data());
+      const auto& ck = kernels::convert_kernels();
+      constexpr int64_t kRows = 16;
+      parallel_for(0, rows, row_grain(C), [&](int64_t r0, int64_t r1) {
+        std::vector<float> tmp(size_t(std::min(kRows, r1 - r0) * C));
+        for (int64_t a = r0; a < r1; a += kRows) {
+          const int64_t n = std::min(kRows, r1 - a), o = a * C;
+          k.layer_norm_fwd(px + o, pr ? pr + o : nullptr, pw, pb, ps ? ps + o : nullptr, tmp.data(), pm + a,
+                           prs + a, n, C, float(eps));
+          ck.f32_to_bf16(tmp.data(), yb + o, n * C);
+        }
+      });
+      return;
+    }
+    float* py = y.data<float>();
     parallel_for(0, rows, row_grain(C), [&](int64_t r0, int64_t r1) {
       const int64_t o = r0 * C;
       k.layer_norm_fwd(px + o, pr ? pr + o : nullptr, pw, pb, ps ? ps + o : nullptr, py + o, pm + r0, prs + r0,
@@ -177,21 +196,35 @@ void attach_layer_norm(Tensor& y, const Tensor& input, const Tensor& saved_x, co
 
 }  // namespace
 
-Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+namespace {
+// A bf16 result: of an f32 input, and for inference (no gradient flows through a rounded result).
+bool bf16_result(const char* op, const Tensor& x, const std::vector<Tensor>& ins, DType result) {
+  ATTN_CHECK(result == DType::f32 || result == DType::bf16, op, ": expected an f32 or bf16 result, got ",
+             dtype_name(result));
+  if (result == DType::f32) return false;
+  ATTN_CHECK(x.dtype() == DType::f32, op, ": a bf16 result is of an f32 input, got ", dtype_name(x.dtype()));
+  ATTN_CHECK(!autograd::needs_grad(ins), op, ": a bf16 result is for inference, and no gradient flows through "
+             "it; run under NoGradGuard");
+  return true;
+}
+}  // namespace
+
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, DType result) {
   ATTN_PROFILE("layer_norm");
   check_input("layer_norm", "an input", x);
   const int64_t C = x.size(-1);
   check_affine("layer_norm", "weight", weight, C, x.dtype());
   check_affine("layer_norm", "bias", bias, C, x.dtype());
+  const bool y_bf16 = bf16_result("layer_norm", x, {x, weight, bias}, result);
   const Tensor xc = x.detach().contiguous();
   Tensor s, y, mean, rstd;
-  ln_forward(xc, Tensor(), weight, bias, eps, s, y, mean, rstd);
-  attach_layer_norm(y, x, xc, weight, bias, mean, rstd);
+  ln_forward(xc, Tensor(), weight, bias, eps, s, y, mean, rstd, y_bf16);
+  if (!y_bf16) attach_layer_norm(y, x, xc, weight, bias, mean, rstd);
   return y;
 }
 
 std::pair<Tensor, Tensor> add_layer_norm(const Tensor& x, const Tensor& residual, const Tensor& weight,
-                                         const Tensor& bias, double eps) {
+                                         const Tensor& bias, double eps, DType result) {
   ATTN_PROFILE("add_layer_norm");
   check_input("add_layer_norm", "an input", x);
   ATTN_CHECK(residual.defined(), "add_layer_norm: expected a residual, got an undefined tensor");
@@ -202,10 +235,11 @@ std::pair<Tensor, Tensor> add_layer_norm(const Tensor& x, const Tensor& residual
   const int64_t C = x.size(-1);
   check_affine("add_layer_norm", "weight", weight, C, x.dtype());
   check_affine("add_layer_norm", "bias", bias, C, x.dtype());
+  const bool y_bf16 = bf16_result("add_layer_norm", x, {x, residual, weight, bias}, result);
   Tensor s, y, mean, rstd;
-  ln_forward(x.detach().contiguous(), residual.detach().contiguous(), weight, bias, eps, s, y, mean, rstd);
+  ln_forward(x.detach().contiguous(), residual.detach().contiguous(), weight, bias, eps, s, y, mean, rstd, y_bf16);
   if (autograd::needs_grad({x, residual})) autograd::attach(s, std::make_shared<ResidualAddNode>(), {x, residual});
-  attach_layer_norm(y, s, s, weight, bias, mean, rstd);
+  if (!y_bf16) attach_layer_norm(y, s, s, weight, bias, mean, rstd);
   return {s, y};
 }
 

@@ -1,7 +1,7 @@
 // Inference's fused GEMM paths against their unfused definitions: linear_bias_gelu (the GELU as the packed
 // GEMM's epilogue, f32 or bf16 result), linear_bf16_out, and the bf16 attention that
 // scaled_dot_product_attention_packed runs on a bf16 qkv (oneDNN's bf16 batched matmuls around an f32
-// softmax) against the f32 attention of the same bf16 values.
+// softmax) against the f32 attention of the same bf16 values; and the layer norms' bf16 results.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -82,6 +82,29 @@ TEST(GemmEpilogue, Bf16ResultsAndTheBf16Attention) {
   const Tensor masked = scaled_dot_product_attention_packed(y, NH, mask);
   EXPECT_EQ(masked.dtype(), DType::f32);
   EXPECT_LE(max_abs_diff(masked, want), 1e-5 * std::max(1.0, max_abs(want)));
+}
+
+// layer_norm / add_layer_norm with a bf16 result: the f32 result rounded, bit for bit; inference only.
+TEST(GemmEpilogue, LayerNormWritesItsResultInBf16) {
+  Generator g(6);
+  const Tensor x = randn({3, 70, 96}, g), r = randn({3, 70, 96}, g), w = randn({96}, g), b = randn({96}, g);
+  {
+    NoGradGuard ng;
+    const Tensor y = layer_norm(x, w, b, 1e-6, DType::bf16);
+    ASSERT_EQ(y.dtype(), DType::bf16);
+    EXPECT_EQ(max_abs_diff(y, layer_norm(x, w, b, 1e-6).to(DType::bf16)), 0.0);
+    const auto [s, y2] = add_layer_norm(x, r, w, b, 1e-5, DType::bf16);
+    const auto [s32, y32] = add_layer_norm(x, r, w, b, 1e-5);
+    ASSERT_EQ(y2.dtype(), DType::bf16);
+    EXPECT_EQ(s.dtype(), DType::f32);
+    EXPECT_EQ(max_abs_diff(s, s32), 0.0);
+    EXPECT_EQ(max_abs_diff(y2, y32.to(DType::bf16)), 0.0);
+  }
+  Tensor xg = x.clone();
+  xg.requires_grad_();
+  EXPECT_THROW((void)layer_norm(xg, w, b, 1e-5, DType::bf16), Error);
+  NoGradGuard ng;
+  EXPECT_THROW((void)layer_norm(x.to(DType::f64), w.to(DType::f64), b.to(DType::f64), 1e-5, DType::bf16), Error);
 }
 
 }  // namespace

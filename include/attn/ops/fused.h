@@ -25,9 +25,11 @@ Tensor bias_gelu(const Tensor& x, const Tensor& bias, GeluApprox approx = GeluAp
 Tensor linear_bias_gelu(const Tensor& x, const Tensor& w, const Tensor& bias, GeluApprox approx = GeluApprox::none,
                         DType result = DType::f32);
 
-// Fused residual add + layer norm: returns {s = x + residual, layer_norm(s)}; both differentiable.
+// Fused residual add + layer norm: returns {s = x + residual, layer_norm(s)}; both differentiable. With
+// result bf16 (inference), layer_norm(s) comes rounded to bf16, as layer_norm's result does.
 // x and residual have one shape (..., C); weight and bias as in layer_norm.
 std::pair<Tensor, Tensor> add_layer_norm(const Tensor& x, const Tensor& residual, const Tensor& weight,
-                                         const Tensor& bias, double eps = 1e-5);
+                                         const Tensor& bias, double eps = 1e-5,
+                                         DType result = DType::f32);
 
 }  // namespace attn

@@ -30,6 +30,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor
 // a native bf16 matmul and no gradient is wanted (the input of ops that read bf16: the attention of a
 // bf16 model, scaled_dot_product_attention_packed); otherwise linear(x, w, bias) itself.
 Tensor linear_bf16_out(const Tensor& x, const Tensor& w, const Tensor& bias = Tensor());
+// True where linear(x, w) reads a bf16 x as it is (w a bf16 weight packed for oneDNN's native bf16
+// matmul), which it would otherwise round from f32 first: a producer may then write x in bf16.
+bool linear_reads_bf16(const Tensor& w);
 
 enum class Bf16Gemm { native, emulated };
 // What linear() with a bf16 weight runs: native when oneDNN has a bf16 matmul for this CPU, unless

@@ -13,6 +13,9 @@ namespace attn {
 
 // Layer norm over the last dim; weight/bias of shape (C) or undefined (no affine). One fused kernel
 // forward (saves mean and rstd per row), one fused kernel backward (dx, dweight, dbias).
-Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps = 1e-5);
+// result bf16 (f32 x, inference only: no gradient flows through it): y rounded to bf16 as it is written,
+// the input of a bf16 model's next Linear, which would round it so anyway.
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps = 1e-5,
+                  DType result = DType::f32);
 
 }  // namespace attn
