@@ -365,9 +365,15 @@ void copy_from(Tensor& dst, const Tensor& src) {
         // The vector kernels: a memory-bound pass, on one thread up to 256K elements (a parallel
         // region costs more than such a pass saves, see docs/design.md).
         const auto& k = kernels::convert_kernels();
+        // (The casts type-check for every S and D: clang 14 checks this lambda's body in the discarded
+        // branches too.)
+        const void* src = s0;
+        void* dst = d0;
         parallel_for(0, n, int64_t(1) << 18, [&](int64_t b, int64_t e) {
-          if constexpr (std::is_same_v<D, bf16>) k.f32_to_bf16(s0 + b, reinterpret_cast<uint16_t*>(d0 + b), e - b);
-          else k.bf16_to_f32(reinterpret_cast<const uint16_t*>(s0 + b), d0 + b, e - b);
+          if constexpr (std::is_same_v<D, bf16>)
+            k.f32_to_bf16(static_cast<const float*>(src) + b, static_cast<uint16_t*>(dst) + b, e - b);
+          else
+            k.bf16_to_f32(static_cast<const uint16_t*>(src) + b, static_cast<float*>(dst) + b, e - b);
         });
       } else {
         parallel_for(0, n, 65536, [&](int64_t b, int64_t e) {

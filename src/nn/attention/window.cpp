@@ -313,7 +313,8 @@ Tensor ShiftedWindowAttention::forward(const Tensor& x, bool shift, Tensor* weig
   if (!timm) {   // roll + partition in one row gather, reverse + roll back + crop in another
     static GeometryCache<WindowRows, 9> cache;
     const WindowRows rows =
-        cache.get({B, H, W, Hp, Wp, wh, ww, sh, sw}, [&] { return window_rows(B, H, W, Hp, Wp, wh, ww, sh, sw); });
+        cache.get({B, H, W, Hp, Wp, wh, ww, sh, sw},
+                  [&, sh = sh, sw = sw] { return window_rows(B, H, W, Hp, Wp, wh, ww, sh, sw); });
     const int64_t C = opt_.dim;
     Tensor o = attend(index_select(h.reshape({B * Hp * Wp, C}), 0, rows.source).view({-1, wh * ww, C}), Hp, Wp, sh,
                       sw, weights);
