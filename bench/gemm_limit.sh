@@ -27,16 +27,14 @@
 set -euo pipefail
 shopt -s inherit_errexit
 root=$(cd "$(dirname "$0")/.." && pwd)
+script=gemm_limit.sh
+source "$root/bench/sides.sh"
 command="bash bench/gemm_limit.sh${*:+ $*}"
 build=${1:-build}
 [[ $# -gt 0 ]] && shift
 iters="" rounds="" threads=2 quick=0
 models="deit_tiny_patch16_224,deit_small_patch16_224,vit_base_patch16_224,swin_t,bert-base-uncased"
 batches="1,8"
-count() {  # count OPTION VALUE: VALUE, a positive integer, or the script stops
-  [[ ${2-} =~ ^[1-9][0-9]*$ ]] || { echo "gemm_limit.sh: $1 expects a positive integer, got '${2-}'" >&2; exit 2; }
-  echo "$2"
-}
 while [[ $# -gt 0 ]]; do
   case $1 in
     --iters) iters=$(count "$1" "${2-}"); shift 2 ;;
@@ -87,31 +85,6 @@ if [[ $path = emulated* ]]; then
        "not measurable here" >&2
 fi
 
-# json_ok NAME TEXT: TEXT is one JSON object with a latency median, or the script stops naming NAME.
-json_ok() {
-  /usr/bin/python3 -c 'import json, sys
-try:
-    j = json.loads(sys.argv[2]); j["latency_ms"]["median"]
-except Exception:
-    sys.exit(f"gemm_limit.sh: {sys.argv[1]} printed no result line (got {sys.argv[2][:200]!r}); see {sys.argv[3]}")' \
-    "$1" "$2" "$log"
-}
-# both_policies NAME CMD...: CMD's last output line under OMP_WAIT_POLICY=PASSIVE and under the default, the
-# faster, with the policy that won as "policy".
-both_policies() {
-  local name=$1 best="" j p
-  shift
-  for p in PASSIVE default; do
-    if [[ $p = PASSIVE ]]; then j=$(env OMP_WAIT_POLICY=PASSIVE "$@" 2>>"$log" | tail -1) || true
-    else j=$(env -u OMP_WAIT_POLICY "$@" 2>>"$log" | tail -1) || true; fi
-    json_ok "$name" "$j"
-    best=$(/usr/bin/python3 -c 'import json, sys
-a, b = json.loads(sys.argv[1]) if sys.argv[1] else None, json.loads(sys.argv[2])
-b["policy"] = sys.argv[3]
-print(json.dumps(b if a is None or b["latency_ms"]["median"] < a["latency_ms"]["median"] else a))' "$best" "$j" "$p")
-  done
-  echo "$best"
-}
 attn_run() {  # attn_run MODEL BATCH DTYPE: attn bench at the attn command's default setting
   local extra=() j
   [[ $1 = bert-* ]] && extra=(--model-config "$bert_config" --seq-len 128)

@@ -295,6 +295,25 @@ const char* bf16_gemm_name(Bf16Gemm m) {
   return m == Bf16Gemm::native ? "native (oneDNN bf16 matmul)" : "emulated (f32 GEMM on bf16 values)";
 }
 
+namespace {
+// Notes linear(x, w, ...)'s GEMM for a live GemmRecorder.
+void record_linear(const Tensor& x, const Tensor& w, bool bias) {
+  if (!g_recorder) return;
+  const int64_t K = w.shape()[1];
+  detail_record_gemm({1, x.numel() / std::max<int64_t>(1, K), K, w.shape()[0], x.dtype(), w, bias});
+}
+
+// linear(x, w, bias) can run through linear_packed_weight with an epilogue or a bf16 result: an f32 or
+// bf16 weight packed for inference, shapes that fit, an f32 x (or a bf16 one for a bf16 weight), and no
+// gradient wanted.
+bool packed_for_inference(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  return w.defined() && w.dim() == 2 && w.is_gemm_packed() && (w.dtype() == DType::f32 || w.dtype() == DType::bf16) &&
+         (x.dtype() == DType::f32 || (x.dtype() == DType::bf16 && w.dtype() == DType::bf16)) && x.dim() >= 1 &&
+         x.shape().back() == w.shape()[1] && (!bias.defined() || (bias.dim() == 1 && bias.shape()[0] == w.shape()[0])) &&
+         !autograd::needs_grad({x, w, bias});
+}
+}  // namespace
+
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   ATTN_PROFILE("linear");
   ATTN_CHECK(w.dim() == 2, "linear: expected a 2-d weight (out, in), got shape ", w.shape());
@@ -304,7 +323,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   if (bias.defined())
     ATTN_CHECK(bias.dim() == 1 && bias.shape()[0] == N, "linear: expected bias of shape [", N,
                "], got ", bias.shape());
-  if (g_recorder) detail_record_gemm({1, x.numel() / std::max<int64_t>(1, K), K, N, x.dtype(), w, bias.defined()});
+  record_linear(x, w, bias.defined());
   if (w.dtype() == DType::i8) return detail::linear_int8(x, w, bias);
   if (w.is_gemm_packed()) return linear_packed_weight(x, w, bias);
   if (w.dtype() == DType::bf16 && x.dtype() == DType::f32) return linear_bf16_weight(x, w, bias);
@@ -330,18 +349,9 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
 }
 
 Tensor linear_bias_gelu(const Tensor& x, const Tensor& w, const Tensor& bias, GeluApprox approx, DType result) {
-  const bool fused = w.defined() && w.dim() == 2 && w.is_gemm_packed() &&
-                     (w.dtype() == DType::f32 || w.dtype() == DType::bf16) &&
-                     (x.dtype() == DType::f32 || (x.dtype() == DType::bf16 && w.dtype() == DType::bf16)) &&
-                     x.dim() >= 1 && x.shape().back() == w.shape()[1] &&
-                     (!bias.defined() || (bias.dim() == 1 && bias.shape()[0] == w.shape()[0])) &&
-                     !autograd::needs_grad({x, w, bias});
-  if (!fused) return bias_gelu(linear(x, w), bias, approx);
+  if (!packed_for_inference(x, w, bias)) return bias_gelu(linear(x, w), bias, approx);
   ATTN_PROFILE("linear");
-  if (g_recorder) {
-    const int64_t K = w.shape()[1];
-    detail_record_gemm({1, x.numel() / std::max<int64_t>(1, K), K, w.shape()[0], x.dtype(), w, bias.defined()});
-  }
+  record_linear(x, w, bias.defined());
   return linear_packed_weight(x, w, bias, approx == GeluApprox::tanh ? kernels::GemmEpilogue::gelu_tanh
                                                                      : kernels::GemmEpilogue::gelu_erf,
                               /*bf16_out=*/result == DType::bf16);
@@ -352,17 +362,9 @@ bool linear_reads_bf16(const Tensor& w) {
 }
 
 Tensor linear_bf16_out(const Tensor& x, const Tensor& w, const Tensor& bias) {
-  const bool bf16 = w.defined() && w.dim() == 2 && w.is_gemm_packed() && w.dtype() == DType::bf16 &&
-                    bf16_gemm_mode() == Bf16Gemm::native && x.dim() >= 1 && x.shape().back() == w.shape()[1] &&
-                    (x.dtype() == DType::f32 || x.dtype() == DType::bf16) &&
-                    (!bias.defined() || (bias.dim() == 1 && bias.shape()[0] == w.shape()[0])) &&
-                    !autograd::needs_grad({x, w, bias});
-  if (!bf16) return linear(x, w, bias);
+  if (!packed_for_inference(x, w, bias) || !linear_reads_bf16(w)) return linear(x, w, bias);
   ATTN_PROFILE("linear");
-  if (g_recorder) {
-    const int64_t K = w.shape()[1];
-    detail_record_gemm({1, x.numel() / std::max<int64_t>(1, K), K, w.shape()[0], x.dtype(), w, bias.defined()});
-  }
+  record_linear(x, w, bias.defined());
   return linear_packed_weight(x, w, bias, kernels::GemmEpilogue::none, /*bf16_out=*/true);
 }
 
