@@ -89,6 +89,30 @@ void for_each_row(const Shape& shape_in, const std::array<const Shape*, N>& stri
   constexpr int64_t kSeg = 32768;
   const int64_t segs = (inner + kSeg - 1) / kSeg, seg_len = segs > 1 ? kSeg : inner;
   const int64_t grain = std::max<int64_t>(1, kSeg / std::max<int64_t>(seg_len, 1));
+  if (segs == 1 && nd > 1) {
+    // Whole rows: the first row's index by division, the next ones by an odometer step (short rows of
+    // many dims, a patch gather's 4-element rows, would otherwise spend more on divisions than on data).
+    parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
+      std::vector<int64_t> idx(size_t(nd - 1), 0);
+      std::array<int64_t, N> off = base;
+      int64_t rem = r0;
+      for (int64_t d = nd - 2; d >= 0; --d) {
+        idx[size_t(d)] = rem % shape[d];
+        rem /= shape[d];
+        for (size_t k = 0; k < N; ++k) off[k] += idx[size_t(d)] * strides[k][d];
+      }
+      for (int64_t r = r0; r < r1; ++r) {
+        row(off, inner, ist);
+        for (int64_t d = nd - 2; d >= 0; --d) {
+          for (size_t k = 0; k < N; ++k) off[k] += strides[k][d];
+          if (++idx[size_t(d)] < shape[d]) break;
+          for (size_t k = 0; k < N; ++k) off[k] -= strides[k][d] * shape[d];
+          idx[size_t(d)] = 0;
+        }
+      }
+    });
+    return;
+  }
   parallel_for(0, rows * segs, grain, [&](int64_t w0, int64_t w1) {
     for (int64_t w = w0; w < w1; ++w) {
       const int64_t r = w / segs, j0 = w % segs * seg_len;

@@ -10,9 +10,11 @@
 #include "attn/nn/dropout.h"
 #include "attn/nn/init.h"
 #include "attn/ops/combine.h"
+#include "attn/ops/conv.h"
 #include "attn/ops/elementwise.h"
 #include "attn/ops/fused.h"
 #include "attn/ops/matmul.h"
+#include "attn/ops/norm.h"
 #include "attn/ops/reduce.h"
 
 namespace attn::models {
@@ -184,8 +186,12 @@ Tensor SwinBlock::forward(const Tensor& x, Tensor* weights) const {
     // norm2's result in bf16 for a packed bf16 fc1, which would round it so anyway (linear_reads_bf16).
     const auto fc1 = std::static_pointer_cast<nn::Linear>(mlp->operator[](0));
     const DType n_dt = x.dtype() == DType::f32 && linear_reads_bf16(fc1->weight) ? DType::bf16 : DType::f32;
-    const auto [h, n] = add_layer_norm(x, attn->forward(norm1->forward(x), shift, weights), norm2->weight,
-                                       norm2->bias, norm2->options().eps, n_dt);
+    // norm1's likewise for a packed bf16 qkv: the windows are gathered and projected in bf16.
+    const bool n1_bf16 = x.dtype() == DType::f32 && linear_reads_bf16(attn->qkv->weight) && !weights;
+    const Tensor n1 = n1_bf16 ? layer_norm(x, norm1->weight, norm1->bias, norm1->options().eps, DType::bf16)
+                              : norm1->forward(x);
+    const auto [h, n] = add_layer_norm(x, attn->forward(n1, shift, weights), norm2->weight, norm2->bias,
+                                       norm2->options().eps, n_dt);
     return h + mlp_forward(n);
   }
   Tensor h = x + drop_path->forward(attn->forward(norm1->forward(x), shift, weights));
@@ -319,7 +325,10 @@ Tensor SwinTransformer::embed(const Tensor& images) const {
     if (ph) x = concat({x, Tensor::zeros({x.size(0), x.size(1), ph, W}, x.dtype())}, 2);
     if (pw) x = concat({x, Tensor::zeros({x.size(0), x.size(1), H + ph, pw}, x.dtype())}, 3);
   }
-  return patch_norm_->forward(patch_conv_->forward(x).permute({0, 2, 3, 1}));
+  // The patch conv's kernel equals its stride: its GEMM's rows are already the (B, Ho, Wo, C) map.
+  const int64_t Ho = x.size(2) / P, Wo = x.size(3) / P;
+  const Tensor tokens = conv2d_patch_tokens(x, patch_conv_->weight, patch_conv_->bias);
+  return patch_norm_->forward(tokens.view({x.size(0), Ho, Wo, tokens.size(2)}));
 }
 
 Tensor SwinTransformer::forward_features(const Tensor& images) const {

@@ -12,6 +12,7 @@
 #include "attn/autograd/grad_mode.h"
 #include "attn/autograd/node.h"
 #include "attn/core/parallel.h"
+#include "../backend/cpu/attention_bf16.h"
 #include "../backend/cpu/attention_fused.h"
 #include "../backend/cpu/convert_kernels.h"
 #include "../backend/cpu/gemm.h"
@@ -315,11 +316,9 @@ constexpr int64_t kBf16ScoresMax = int64_t(1) << 24;
 // The bf16 attention of a packed bf16 qkv (B, T, 3 C) -> (B, T, C) bf16: S = scale · Q Kᵀ (oneDNN's bf16
 // batched matmul, the heads read in place, f32 scores), P = softmax(S) rounded to bf16, O = P V (bf16
 // matmul, written in place as merged heads). What a bf16 model's Linears around it read and round to.
-Tensor attention_bf16_packed(const Tensor& qkv, int64_t NH, double scale) {
-  const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3, HS = C / NH, BH = B * NH;
-  const Tensor x = qkv.contiguous();
+Tensor attention_bf16_onednn(const Tensor& x, int64_t NH, double scale) {
+  const int64_t B = x.size(0), T = x.size(1), C = x.size(2) / 3, HS = C / NH, BH = B * NH;
   const auto* px = static_cast<const uint16_t*>(x.raw_data());
-  detail::record_attention_gemms(BH, T, T, HS, DType::bf16);
   // q, k, v head by head, each (B NH, T, HS) contiguous: the layouts oneDNN's brgemm matmul takes.
   Tensor heads = Tensor::empty({3, BH, T, HS}, DType::bf16);
   auto* ph = static_cast<uint16_t*>(heads.raw_data());
@@ -360,6 +359,34 @@ Tensor attention_bf16_packed(const Tensor& qkv, int64_t NH, double scale) {
     }
   });
   return out;
+}
+
+// The same numbers through attn's own kernel (backend/cpu/attention_bf16.h): the heads read in place,
+// K and V packed once per head, scores, softmax and P V a tile of rows at a time in cache.
+Tensor attention_bf16_kernel(const Tensor& x, int64_t NH, double scale) {
+  const int64_t B = x.size(0), T = x.size(1), C = x.size(2) / 3, HS = C / NH;
+  const auto* px = static_cast<const uint16_t*>(x.raw_data());
+  Tensor out = Tensor::empty({B, T, C}, DType::bf16);
+  kernels::AttnBf16Args a;
+  a.B = B, a.NH = NH, a.T = T, a.HS = HS;
+  a.q = px, a.k = px + C, a.v = px + 2 * C;
+  a.q_sb = a.k_sb = a.v_sb = T * 3 * C;
+  a.q_sh = a.k_sh = a.v_sh = HS;
+  a.q_st = a.k_st = a.v_st = 3 * C;
+  a.out = static_cast<uint16_t*>(out.raw_data());
+  a.o_sb = T * C, a.o_sh = HS, a.o_st = C;
+  a.scale = float(scale);
+  kernels::attention_bf16_run(a);
+  return out;
+}
+
+Tensor attention_bf16_packed(const Tensor& qkv, int64_t NH, double scale) {
+  const int64_t B = qkv.size(0), T = qkv.size(1), HS = qkv.size(2) / (3 * NH);
+  const Tensor x = qkv.contiguous();
+  detail::record_attention_gemms(B * NH, T, T, HS, DType::bf16);
+  if (kernels::attention_bf16_kernel_available() && kernels::attention_bf16_shape_ok(T, HS))
+    return attention_bf16_kernel(x, NH, scale);
+  return attention_bf16_onednn(x, NH, scale);
 }
 
 }  // namespace

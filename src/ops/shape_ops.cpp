@@ -387,8 +387,10 @@ void copy_from(Tensor& dst, const Tensor& src) {
                               D* d = db + off[0];
                               const S* s = sp + off[1];
                               if (st[0] == 1 && st[1] == 1) {
-                                if constexpr (std::is_same_v<S, D>) std::memcpy(d, s, size_t(n) * sizeof(S));
-                                else for (int64_t i = 0; i < n; ++i) d[i] = convert<D>(s[i]);
+                                if constexpr (std::is_same_v<S, D>) {
+                                  if (n >= 16) std::memcpy(d, s, size_t(n) * sizeof(S));
+                                  else for (int64_t i = 0; i < n; ++i) d[i] = s[i];   // short rows: no call
+                                } else for (int64_t i = 0; i < n; ++i) d[i] = convert<D>(s[i]);
                               } else if (st[0] == 1) {
                                 for (int64_t i = 0; i < n; ++i) d[i] = convert<D>(s[i * st[1]]);
                               } else {

@@ -10,6 +10,7 @@
 #include "attn/autograd/grad_mode.h"
 #include "attn/autograd/node.h"
 #include "attn/core/parallel.h"
+#include "../backend/cpu/attention_bf16.h"
 #include "../backend/cpu/window_attention.h"
 #include "gemm_record.h"
 #include "work_items.h"
@@ -25,8 +26,8 @@ struct WinShape {
 };
 
 WinShape validate_window(const Tensor& qkv, int64_t NH, const Tensor& bias, const Tensor& mask, const WindowAttentionOptions& o) {
-  ATTN_CHECK(qkv.defined() && qkv.dim() == 3 && qkv.dtype() == DType::f32, kWinOp,
-             ": expected a f32 qkv of shape (windows, N, 3 C), got ",
+  ATTN_CHECK(qkv.defined() && qkv.dim() == 3 && (qkv.dtype() == DType::f32 || qkv.dtype() == DType::bf16), kWinOp,
+             ": expected a f32 (or, in inference, bf16) qkv of shape (windows, N, 3 C), got ",
              qkv.defined() ? dtype_name(qkv.dtype()) : "undefined", " ", qkv.defined() ? qkv.shape() : Shape{});
   ATTN_CHECK(NH > 0 && qkv.size(2) % (3 * NH) == 0 && qkv.size(2) > 0, kWinOp, ": the last dim of qkv ", qkv.shape(),
              " is not 3 x num_heads (", NH, ") x a head size");
@@ -128,6 +129,31 @@ struct WindowAttentionNode : autograd::Node {
   }
 };
 
+// A bf16 qkv (a bf16 model's projection, linear_bf16_out) in inference: attn's bf16 attention kernel
+// (backend/cpu/attention_bf16.h) with the bias and the shift mask as its two added terms; bf16 out.
+Tensor window_attention_bf16(const WinShape& s, const Tensor& qkv_in, const Tensor& bias_in, const Tensor& mask_in,
+                             double scale) {
+  const Tensor qkv = qkv_in.contiguous(), bias = bias_in.defined() ? bias_in.contiguous() : Tensor(),
+               mask = mask_in.defined() ? mask_in.contiguous() : Tensor();
+  const auto* px = static_cast<const uint16_t*>(qkv.raw_data());
+  Tensor out = Tensor::empty({s.Bw, s.N, s.C}, DType::bf16);
+  kernels::AttnBf16Args a;
+  a.B = s.Bw, a.NH = s.NH, a.T = s.N, a.HS = s.HS;
+  a.q = px, a.k = px + s.C, a.v = px + 2 * s.C;
+  a.q_sb = a.k_sb = a.v_sb = s.N * 3 * s.C;
+  a.q_sh = a.k_sh = a.v_sh = s.HS;
+  a.q_st = a.k_st = a.v_st = 3 * s.C;
+  a.out = static_cast<uint16_t*>(out.raw_data());
+  a.o_sb = s.N * s.C, a.o_sh = s.HS, a.o_st = s.C;
+  a.scale = float(std::isnan(scale) ? 1.0 / std::sqrt(double(s.HS)) : scale);
+  if (bias.defined()) a.bias[0] = bias.data<float>(), a.bias_sh[0] = s.N * s.N, a.bias_si[0] = s.N;
+  if (mask.defined())
+    a.bias[1] = mask.data<float>(), a.bias_sb[1] = s.N * s.N, a.bias_si[1] = s.N, a.bias_bmod[1] = s.nW;
+  detail::record_attention_gemms(s.Bw * s.NH, s.N, s.N, s.HS, DType::bf16);
+  kernels::attention_bf16_run(a);
+  return out;
+}
+
 }  // namespace
 
 WindowAttentionResult window_attention_packed(const Tensor& qkv, int64_t num_heads, const Tensor& bias,
@@ -135,6 +161,13 @@ WindowAttentionResult window_attention_packed(const Tensor& qkv, int64_t num_hea
   ATTN_PROFILE("window attention");
   WinSetup st;
   st.s = validate_window(qkv, num_heads, bias, mask, opts);
+  if (qkv.dtype() == DType::bf16) {
+    const bool kernel = !opts.logit_scale.defined() && !opts.need_weights &&
+                        !autograd::needs_grad({qkv, bias}) && kernels::attention_bf16_kernel_available() &&
+                        kernels::attention_bf16_shape_ok(st.s.N, st.s.HS);
+    if (kernel) return {window_attention_bf16(st.s, qkv, bias, mask, opts.scale), Tensor()};
+    return window_attention_packed(qkv.to(DType::f32), num_heads, bias, mask, opts);
+  }
   const WinShape& s = st.s;
   st.qkv = qkv.stride(2) == 1 ? qkv.detach() : qkv.detach().contiguous();
   if (bias.defined()) st.bias = bias.detach().contiguous();

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -212,7 +213,7 @@ Tensor swin_coords_table(int64_t wh, int64_t ww, int64_t ph, int64_t pw) {
 }  // namespace
 
 ShiftedWindowAttention::ShiftedWindowAttention(const ShiftedWindowAttentionOptions& o, Generator& g)
-    : opt_(checked_window_options(o)) {
+    : opt_(checked_window_options(o)), bias_cache_(std::make_shared<BiasCache>()) {
   qkv = register_module("qkv", std::make_shared<Linear>(o.dim, 3 * o.dim, o.qkv_bias, g));
   proj = register_module("proj", std::make_shared<Linear>(o.dim, o.dim, o.proj_bias, g));
   const int64_t wh = o.window_h, ww = o.window_w;
@@ -233,11 +234,28 @@ ShiftedWindowAttention::ShiftedWindowAttention(const ShiftedWindowAttentionOptio
   }
 }
 
+struct ShiftedWindowAttention::BiasCache {
+  std::mutex m;
+  Tensor table, bias;   // a copy of the table's values, and the bias gathered from them
+};
+
 Tensor ShiftedWindowAttention::relative_position_bias() const {
   const int64_t N = opt_.window_h * opt_.window_w;
   const Tensor table = opt_.v2 ? cpb_mlp->forward(*coords_table_).view({-1, opt_.num_heads}) : *table_;
-  Tensor b = embedding(table, *index_).view({N, N, opt_.num_heads}).permute({2, 0, 1}).contiguous();
-  return opt_.v2 ? sigmoid(b) * 16.0 : b;
+  auto gather = [&] { return embedding(table, *index_).view({N, N, opt_.num_heads}).permute({2, 0, 1}).contiguous(); };
+  if (opt_.v2) return sigmoid(gather()) * 16.0;
+  if (grad_enabled() || table.dtype() != DType::f32 || !table.is_contiguous()) return gather();
+  // Inference: a gather and a transposing copy per block and pass saved, checked against the table's
+  // values (a few KB), so a table changed in place (an optimizer step, loaded weights) is seen.
+  BiasCache& c = *bias_cache_;
+  const std::lock_guard<std::mutex> lock(c.m);
+  const size_t bytes = size_t(table.numel()) * sizeof(float);
+  if (!c.table.defined() || c.table.shape() != table.shape() ||
+      std::memcmp(c.table.data<float>(), table.data<float>(), bytes) != 0) {
+    c.table = table.clone();
+    c.bias = gather();
+  }
+  return c.bias;
 }
 
 std::pair<int64_t, int64_t> ShiftedWindowAttention::effective_shift(int64_t h, int64_t w, bool shift) const {
@@ -278,17 +296,23 @@ Tensor ShiftedWindowAttention::attend(const Tensor& windows, int64_t Hp, int64_t
   const int64_t NH = opt_.num_heads, N = wh * ww, nW = (Hp / wh) * (Wp / ww);
   const bool shifted = sh + sw > 0, dropout = is_training() && opt_.attn_drop > 0;
   static GeometryCache<Tensor, 7> masks;
-  Tensor mask = shifted ? masks.get({Hp, Wp, wh, ww, sh, sw, int64_t(windows.dtype())}, [&] {
-                  return swin_shift_mask(Hp, Wp, wh, ww, sh, sw).to(windows.dtype());
+  // bf16 windows (a bf16 layer norm's, for a packed bf16 qkv) take the f32 path's fused op, f32 masks.
+  const bool bf16_in = windows.dtype() == DType::bf16 && linear_reads_bf16(qkv->weight);
+  const DType mdt = bf16_in ? DType::f32 : windows.dtype();
+  Tensor mask = shifted ? masks.get({Hp, Wp, wh, ww, sh, sw, int64_t(mdt)}, [&] {
+                  return swin_shift_mask(Hp, Wp, wh, ww, sh, sw).to(mdt);
                 })
                         : Tensor();   // (nW, N, N)
   if (shifted && opt_.hf_v2) mask = mask * 2.0;   // transformers' Swin V2 adds its mask twice
-  if (windows.dtype() == DType::f32 && !dropout) {
+  if ((windows.dtype() == DType::f32 || bf16_in) && !dropout) {
     WindowAttentionOptions o;
     if (logit_scale_) o.logit_scale = *logit_scale_;
     o.need_weights = weights != nullptr;
-    WindowAttentionResult r = window_attention_packed(opt_.v2 ? v2_qkv(windows, *qkv) : qkv->forward(windows), NH,
-                                                      relative_position_bias(), mask, o);
+    // A bf16 model's V1 attention in inference: the projection's result in bf16, the attention in bf16.
+    const bool bf16 = !opt_.v2 && !o.need_weights && qkv->weight.dtype() == DType::bf16 && !grad_enabled();
+    const Tensor y = opt_.v2 ? v2_qkv(windows, *qkv)
+                             : bf16 ? linear_bf16_out(windows, qkv->weight, qkv->bias) : qkv->forward(windows);
+    WindowAttentionResult r = window_attention_packed(y, NH, relative_position_bias(), mask, o);
     if (weights) *weights = r.weights;
     return proj->forward(r.out);
   }

@@ -125,3 +125,49 @@ TEST(WindowAttention, RollAndPartition) {
   EXPECT_EQ(test::error_of([&] { nn::window_partition(z, 4, 3); }),
             "window_partition: expected (B, H, W, C) with H, W multiples of the window (4, 3), got shape [2, 6, 9, 4]");
 }
+
+TEST(WindowAttention, Bf16ModelInInference) {
+  // Packed bf16 weights in inference: the projection's result in bf16 and (with AVX512-BF16) the bf16
+  // attention kernel, from f32 windows or from bf16 ones (a bf16 layer norm's); close to the f32 module.
+  manual_seed(5);
+  nn::ShiftedWindowAttention m({.dim = 64, .num_heads = 2, .window_h = 7, .window_w = 7, .shift_h = 3, .shift_w = 3});
+  NoGradGuard ng;
+  const Tensor x = Tensor::randn({2, 14, 21, 64});
+  const Tensor y32 = m.forward(x);
+  nn::convert_linear_weights_to_bf16(m);
+  nn::pack_linear_weights(m);
+  if (bf16_gemm_native_available()) EXPECT_TRUE(linear_reads_bf16(m.qkv->weight)) << "qkv's weight did not pack";
+  const Tensor y16 = m.forward(x);
+  EXPECT_EQ(y16.dtype(), DType::f32);
+  EXPECT_TENSOR_NEAR(y16, y32, 3e-2, 5e-2);
+  if (linear_reads_bf16(m.qkv->weight)) {
+    const Tensor yb = m.forward(x.to(DType::bf16));
+    EXPECT_EQ(yb.dtype(), DType::f32);
+    EXPECT_TENSOR_NEAR(yb, y32, 3e-2, 5e-2);
+  }
+  // The weights asked for: the f32 attention, the same result within bf16's rounding.
+  Tensor w;
+  EXPECT_TENSOR_NEAR(m.forward(x, true, &w), y32, 3e-2, 5e-2);
+}
+
+TEST(WindowAttention, RelativePositionBiasFollowsTheTableInInference) {
+  // Inference reuses the gathered bias while the table holds the same values; a change in place is seen.
+  manual_seed(6);
+  nn::ShiftedWindowAttention m({.dim = 12, .num_heads = 3, .window_h = 4, .window_w = 4, .shift_h = 2, .shift_w = 2});
+  Tensor table;
+  for (auto& [name, p] : m.named_parameters())
+    if (name == "relative_position_bias_table") table = p;
+  ASSERT_TRUE(table.defined());
+  NoGradGuard ng;
+  const Tensor b1 = m.relative_position_bias().clone();
+  EXPECT_TENSOR_NEAR(m.relative_position_bias(), b1, 0, 0);
+  table.data<float>()[0] += 1.f;   // row 0 of the table, head 0
+  const Tensor b2 = m.relative_position_bias();
+  const int64_t N = 16;
+  // Query token 0 (0, 0) and key token 15 (3, 3): row 0 of the table (torchvision's index
+  // (0 - 3 + 3) * 7 + (0 - 3 + 3)); the other heads and pairs keep theirs.
+  EXPECT_FLOAT_EQ(b2.at({0, 0, 15}), b1.at({0, 0, 15}) + 1.f);
+  EXPECT_FLOAT_EQ(b2.at({1, 0, 15}), b1.at({1, 0, 15}));
+  EXPECT_FLOAT_EQ(b2.at({0, 15, 0}), b1.at({0, 15, 0}));
+  EXPECT_EQ(b2.shape(), Shape({3, N, N}));
+}

@@ -82,7 +82,8 @@ class ShiftedWindowAttention : public Module {
   // The shift forward(x, shift) runs an H x W map with: (0, 0) where it drops it (no shift asked for,
   // or, as torchvision, a window that covers the padded side whole; roll_before_pad and hf_v2 keep it).
   std::pair<int64_t, int64_t> effective_shift(int64_t h, int64_t w, bool shift = true) const;
-  // (NH, N, N): the table gathered (V1), or 16 sigmoid of the MLP's (V2).
+  // (NH, N, N): the table gathered (V1), or 16 sigmoid of the MLP's (V2). V1 without gradients reuses
+  // the last one while the table holds the same values.
   Tensor relative_position_bias() const;
   const ShiftedWindowAttentionOptions& options() const { return opt_; }
   // Multiply-accumulates for one (B = 1) padded hp x wp map.
@@ -99,6 +100,8 @@ class ShiftedWindowAttention : public Module {
   Tensor* logit_scale_ = nullptr;    // V2
   Tensor* coords_table_ = nullptr;   // V2: relative_coords_table
   Tensor* index_ = nullptr;          // relative_position_index
+  struct BiasCache;
+  std::shared_ptr<BiasCache> bias_cache_;   // V1 inference: the table's values and their bias
 };
 
 }  // namespace attn::nn
