@@ -290,7 +290,10 @@ Tensor BertLayer::forward(const Tensor& x, const Tensor& pad, Tensor* weights) c
   const int64_t B = x.size(0), T = x.size(1), H = x.size(2);
   SdpaOptions so;
   so.dropout_p = is_training() ? attn_drop_ : 0.0;
-  const Tensor y = qkv->forward(x);   // (B, T, 3H): [q | k | v]
+  // A bf16 model in inference without a padding mask: the projection's result in bf16, the attention
+  // in bf16 (ops/attention.h).
+  const bool bf16 = !weights && !pad.defined() && !is_training() && qkv->weight.dtype() == DType::bf16;
+  const Tensor y = bf16 ? linear_bf16_out(x, qkv->weight, qkv->bias) : qkv->forward(x);   // (B, T, 3H): [q | k | v]
   Tensor ctx;
   if (!weights) {
     ctx = scaled_dot_product_attention_packed(y, heads_, pad, so);   // (B, T, H), one d(qkv) buffer
@@ -314,7 +317,15 @@ Tensor BertLayer::feed_forward(const Tensor& ctx, const Tensor& x) const {
   const nn::LayerNorm& n1 = *attention_output->LayerNorm;
   const Tensor a = add_layer_norm(dropout->forward(attention_output->dense->forward(ctx)), x, n1.weight, n1.bias,
                                   n1.options().eps).second;
-  const Tensor h = bias_gelu(linear(a, intermediate->weight), intermediate->bias);   // exact (erf) GELU
+  // exact (erf) GELU; in inference as the GEMM's epilogue, bf16 out for a packed bf16 output dense
+  Tensor h;
+  if (!grad_enabled() && !is_training()) {
+    const Tensor& w2 = output->dense->weight;
+    const DType hidden = w2.is_gemm_packed() && w2.dtype() == DType::bf16 ? DType::bf16 : DType::f32;
+    h = linear_bias_gelu(a, intermediate->weight, intermediate->bias, GeluApprox::none, hidden);
+  } else {
+    h = bias_gelu(linear(a, intermediate->weight), intermediate->bias);
+  }
   const nn::LayerNorm& n2 = *output->LayerNorm;
   return add_layer_norm(dropout->forward(output->dense->forward(h)), a, n2.weight, n2.bias, n2.options().eps).second;
 }
