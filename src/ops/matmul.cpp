@@ -87,8 +87,8 @@ void detail_record_gemm(GemmCall c) {
 
 void detail::record_attention_gemms(int64_t bh, int64_t tq, int64_t tk, int64_t hs, DType dtype) {
   if (!g_recorder || bh <= 0 || tq <= 0 || tk <= 0) return;
-  detail_record_gemm({bh, tq, hs, tk, dtype});   // Q Kᵀ
-  detail_record_gemm({bh, tq, tk, hs, dtype});   // P V
+  detail_record_gemm({bh, tq, hs, tk, dtype, Tensor(), false});   // Q Kᵀ
+  detail_record_gemm({bh, tq, tk, hs, dtype, Tensor(), false});   // P V
 }
 
 GemmRecorder::GemmRecorder() {
@@ -113,7 +113,9 @@ Tensor matmul_forward(const Tensor& a, const Tensor& b) {
   out_shape.push_back(M);
   out_shape.push_back(N);
   Tensor c = Tensor::empty(out_shape, a.dtype());
-  if (g_recorder) detail_record_gemm({shape_numel(bb) == 1 ? 1 : B, shape_numel(bb) == 1 ? B * M : M, K, N, a.dtype()});
+  if (g_recorder)
+    detail_record_gemm(
+        {shape_numel(bb) == 1 ? 1 : B, shape_numel(bb) == 1 ? B * M : M, K, N, a.dtype(), Tensor(), false});
   // b without real batch: fold a's batch into rows.
   if (shape_numel(bb) == 1) {
     Tensor b2 = b.reshape({K, N});

@@ -26,8 +26,8 @@ struct WinShape {
 };
 
 WinShape validate_window(const Tensor& qkv, int64_t NH, const Tensor& bias, const Tensor& mask, const WindowAttentionOptions& o) {
-  ATTN_CHECK(qkv.defined() && qkv.dim() == 3 && (qkv.dtype() == DType::f32 || qkv.dtype() == DType::bf16), kWinOp,
-             ": expected a f32 (or, in inference, bf16) qkv of shape (windows, N, 3 C), got ",
+  ATTN_CHECK(qkv.defined() && qkv.dim() == 3 && (qkv.dtype() == DType::f32 || qkv.dtype() == DType::bf16),
+             kWinOp, ": expected a f32 (or, in inference, bf16) qkv of shape (windows, N, 3 C), got ",
              qkv.defined() ? dtype_name(qkv.dtype()) : "undefined", " ", qkv.defined() ? qkv.shape() : Shape{});
   ATTN_CHECK(NH > 0 && qkv.size(2) % (3 * NH) == 0 && qkv.size(2) > 0, kWinOp, ": the last dim of qkv ", qkv.shape(),
              " is not 3 x num_heads (", NH, ") x a head size");

@@ -242,7 +242,9 @@ struct ShiftedWindowAttention::BiasCache {
 Tensor ShiftedWindowAttention::relative_position_bias() const {
   const int64_t N = opt_.window_h * opt_.window_w;
   const Tensor table = opt_.v2 ? cpb_mlp->forward(*coords_table_).view({-1, opt_.num_heads}) : *table_;
-  auto gather = [&] { return embedding(table, *index_).view({N, N, opt_.num_heads}).permute({2, 0, 1}).contiguous(); };
+  auto gather = [&] {
+    return embedding(table, *index_).view({N, N, opt_.num_heads}).permute({2, 0, 1}).contiguous();
+  };
   if (opt_.v2) return sigmoid(gather()) * 16.0;
   if (grad_enabled() || table.dtype() != DType::f32 || !table.is_contiguous()) return gather();
   // Inference: a gather and a transposing copy per block and pass saved, checked against the table's
