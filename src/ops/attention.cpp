@@ -313,9 +313,9 @@ namespace {
 // Scores of the bf16 attention held at once: up to 2^24 (64 MiB of f32) a call.
 constexpr int64_t kBf16ScoresMax = int64_t(1) << 24;
 
-// The bf16 attention of a packed bf16 qkv (B, T, 3 C) -> (B, T, C) bf16: S = scale · Q Kᵀ (oneDNN's bf16
-// batched matmul, the heads read in place, f32 scores), P = softmax(S) rounded to bf16, O = P V (bf16
-// matmul, written in place as merged heads). What a bf16 model's Linears around it read and round to.
+// The bf16 attention of a packed bf16 qkv (B, T, 3 C) -> (B, T, C) bf16 on oneDNN: the heads copied out
+// into (B NH, T, HS) blocks, S = scale · Q Kᵀ (bf16 batched matmul, f32 scores), P = softmax(S) rounded to
+// bf16, O = P V (bf16 matmul), the heads merged back. What a bf16 model's Linears around it read.
 Tensor attention_bf16_onednn(const Tensor& x, int64_t NH, double scale) {
   const int64_t B = x.size(0), T = x.size(1), C = x.size(2) / 3, HS = C / NH, BH = B * NH;
   const auto* px = static_cast<const uint16_t*>(x.raw_data());
@@ -364,19 +364,11 @@ Tensor attention_bf16_onednn(const Tensor& x, int64_t NH, double scale) {
 // The same numbers through attn's own kernel (backend/cpu/attention_bf16.h): the heads read in place,
 // K and V packed once per head, scores, softmax and P V a tile of rows at a time in cache.
 Tensor attention_bf16_kernel(const Tensor& x, int64_t NH, double scale) {
-  const int64_t B = x.size(0), T = x.size(1), C = x.size(2) / 3, HS = C / NH;
-  const auto* px = static_cast<const uint16_t*>(x.raw_data());
+  const int64_t B = x.size(0), T = x.size(1), C = x.size(2) / 3;
   Tensor out = Tensor::empty({B, T, C}, DType::bf16);
-  kernels::AttnBf16Args a;
-  a.B = B, a.NH = NH, a.T = T, a.HS = HS;
-  a.q = px, a.k = px + C, a.v = px + 2 * C;
-  a.q_sb = a.k_sb = a.v_sb = T * 3 * C;
-  a.q_sh = a.k_sh = a.v_sh = HS;
-  a.q_st = a.k_st = a.v_st = 3 * C;
-  a.out = static_cast<uint16_t*>(out.raw_data());
-  a.o_sb = T * C, a.o_sh = HS, a.o_st = C;
-  a.scale = float(scale);
-  kernels::attention_bf16_run(a);
+  kernels::attention_bf16_run(kernels::attention_bf16_packed_args(static_cast<const uint16_t*>(x.raw_data()),
+                                                                  static_cast<uint16_t*>(out.raw_data()), B, NH, T,
+                                                                  C / NH, float(scale)));
   return out;
 }
 

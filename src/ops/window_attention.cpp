@@ -135,17 +135,10 @@ Tensor window_attention_bf16(const WinShape& s, const Tensor& qkv_in, const Tens
                              double scale) {
   const Tensor qkv = qkv_in.contiguous(), bias = bias_in.defined() ? bias_in.contiguous() : Tensor(),
                mask = mask_in.defined() ? mask_in.contiguous() : Tensor();
-  const auto* px = static_cast<const uint16_t*>(qkv.raw_data());
   Tensor out = Tensor::empty({s.Bw, s.N, s.C}, DType::bf16);
-  kernels::AttnBf16Args a;
-  a.B = s.Bw, a.NH = s.NH, a.T = s.N, a.HS = s.HS;
-  a.q = px, a.k = px + s.C, a.v = px + 2 * s.C;
-  a.q_sb = a.k_sb = a.v_sb = s.N * 3 * s.C;
-  a.q_sh = a.k_sh = a.v_sh = s.HS;
-  a.q_st = a.k_st = a.v_st = 3 * s.C;
-  a.out = static_cast<uint16_t*>(out.raw_data());
-  a.o_sb = s.N * s.C, a.o_sh = s.HS, a.o_st = s.C;
-  a.scale = float(std::isnan(scale) ? 1.0 / std::sqrt(double(s.HS)) : scale);
+  kernels::AttnBf16Args a = kernels::attention_bf16_packed_args(
+      static_cast<const uint16_t*>(qkv.raw_data()), static_cast<uint16_t*>(out.raw_data()), s.Bw, s.NH, s.N, s.HS,
+      float(std::isnan(scale) ? 1.0 / std::sqrt(double(s.HS)) : scale));
   if (bias.defined()) a.bias[0] = bias.data<float>(), a.bias_sh[0] = s.N * s.N, a.bias_si[0] = s.N;
   if (mask.defined())
     a.bias[1] = mask.data<float>(), a.bias_sb[1] = s.N * s.N, a.bias_si[1] = s.N, a.bias_bmod[1] = s.nW;

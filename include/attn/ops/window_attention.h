@@ -15,7 +15,7 @@
 // kept only when a gradient is needed or the weights are asked for). The weights returned are the
 // softmax probabilities, without history. A bf16 qkv (a bf16 model's projection) in inference, V1, without
 // the weights: bf16 out, from a bf16 attention kernel where the CPU has AVX512-BF16 (bf16 products, f32
-// sums and softmax, P rounded to bf16); elsewhere the f32 attention of its values.
+// sums and softmax statistics, the exps rounded to bf16); elsewhere the f32 attention of its values.
 #pragma once
 #include <cmath>
 

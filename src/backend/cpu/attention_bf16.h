@@ -41,6 +41,23 @@ struct AttnBf16Args {
   int64_t bias_sb[2] = {0, 0}, bias_sh[2] = {0, 0}, bias_si[2] = {0, 0}, bias_bmod[2] = {0, 0};
 };
 
+// The arguments for a packed projection qkv (B, T, 3 NH HS) -> out (B, T, NH HS), heads merged, both
+// contiguous bf16; no biases.
+inline AttnBf16Args attention_bf16_packed_args(const uint16_t* qkv, uint16_t* out, int64_t B, int64_t NH, int64_t T,
+                                               int64_t HS, float scale) {
+  const int64_t C = NH * HS;
+  AttnBf16Args a;
+  a.B = B, a.NH = NH, a.T = T, a.HS = HS;
+  a.q = qkv, a.k = qkv + C, a.v = qkv + 2 * C;
+  a.q_sb = a.k_sb = a.v_sb = T * 3 * C;
+  a.q_sh = a.k_sh = a.v_sh = HS;
+  a.q_st = a.k_st = a.v_st = 3 * C;
+  a.out = out;
+  a.o_sb = T * C, a.o_sh = HS, a.o_st = C;
+  a.scale = scale;
+  return a;
+}
+
 inline int64_t attn_bf16_tp(const AttnBf16Args& a) { return (a.T + 15) / 16 * 16; }
 inline int64_t attn_bf16_te(const AttnBf16Args& a) { return (a.T + 1) / 2 * 2; }
 // Packed K then packed V of one (b, h), in elements.
