@@ -170,14 +170,34 @@ std::pair<int64_t, int64_t> SwinBlock::effective_shift(int64_t h, int64_t w) con
   return attn->effective_shift(h, w, !hf_ || std::min(h, w) > attn->options().window_h);
 }
 
+bool SwinBlock::shifts(int64_t h, int64_t w) const {
+  const int64_t side = std::min(h, w), ws = attn->options().window_h;
+  ATTN_CHECK(!hf_ || side >= ws, "swin (convention hf): a ", h, " x ", w, " map is smaller than the ", ws, " x ",
+             ws, " window, which transformers' Swin cannot run either (its window shrinks to ", side,
+             " but its position bias stays ", ws * ws, " x ", ws * ws, "); use a larger image");
+  return !hf_ || side > ws;
+}
+
+std::pair<Tensor, Tensor> SwinBlock::forward_fused(const Tensor& x, const Tensor& pending) const {
+  if (v2_ || grad_enabled() || is_training() || x.dtype() != DType::f32 || x.dim() != 4) return {};
+  const int64_t B = x.size(0), H = x.size(1), W = x.size(2), C = x.size(3);
+  const bool shift = shifts(H, W);
+  const nn::ShiftedWindowAttention::RowMap rows = attn->row_map(B, H, W, shift);
+  if (!rows.source.defined()) return {};
+  // norm1's result in bf16 for a packed bf16 qkv, norm2's for a packed bf16 fc1 (linear_reads_bf16).
+  const auto fc1 = std::static_pointer_cast<nn::Linear>(mlp->operator[](0));
+  const DType n1_dt = linear_reads_bf16(attn->qkv->weight) ? DType::bf16 : DType::f32;
+  const DType n2_dt = linear_reads_bf16(fc1->weight) ? DType::bf16 : DType::f32;
+  const int64_t N = attn->options().window_h * attn->options().window_w;
+  const auto [s, windows] = layer_norm_rows(x, pending, rows.source, norm1->weight, norm1->bias,
+                                            norm1->options().eps, n1_dt);
+  const Tensor o = attn->attend_windows(windows.view({-1, N, C}), H, W, shift);
+  const auto [h, n] = add_layer_norm_rows(s, o, rows.back, norm2->weight, norm2->bias, norm2->options().eps, n2_dt);
+  return {h, mlp_forward(n)};
+}
+
 Tensor SwinBlock::forward(const Tensor& x, Tensor* weights) const {
-  const bool shift = !hf_ || std::min(x.size(1), x.size(2)) > attn->options().window_h;
-  if (hf_) {
-    const int64_t side = std::min(x.size(1), x.size(2)), ws = attn->options().window_h;
-    ATTN_CHECK(side >= ws, "swin (convention hf): a ", x.size(1), " x ", x.size(2), " map is smaller than the ",
-               ws, " x ", ws, " window, which transformers' Swin cannot run either (its window shrinks to ", side,
-               " but its position bias stays ", ws * ws, " x ", ws * ws, "); use a larger image");
-  }
+  const bool shift = shifts(x.size(1), x.size(2));
   if (v2_) {
     Tensor h = x + drop_path->forward(norm1->forward(attn->forward(x, shift, weights)));
     return h + drop_path->forward(norm2->forward(mlp_forward(h)));
@@ -333,10 +353,25 @@ Tensor SwinTransformer::embed(const Tensor& images) const {
 
 Tensor SwinTransformer::forward_features(const Tensor& images) const {
   Tensor x = embed(images);
+  // In inference each block leaves its last residual add to the next one's first layer norm
+  // (SwinBlock::forward_fused), pending until a block, patch merging or the final norm that cannot take it.
+  Tensor pending;
   for (size_t i = 0; i < stages_.size(); ++i) {
-    for (const auto& b : *stages_[i]) x = b->forward(x);
-    if (i < merges_.size()) x = merges_[i]->forward(x);
+    for (const auto& b : *stages_[i]) {
+      auto [s, m] = b->forward_fused(x, pending);
+      if (s.defined()) {
+        x = s, pending = m;
+        continue;
+      }
+      if (pending.defined()) x = x + pending, pending = Tensor();
+      x = b->forward(x);
+    }
+    if (i < merges_.size()) {
+      if (pending.defined()) x = x + pending, pending = Tensor();
+      x = merges_[i]->forward(x);
+    }
   }
+  if (pending.defined()) return add_layer_norm(x, pending, norm_->weight, norm_->bias, norm_->options().eps).second;
   return norm_->forward(x);
 }
 

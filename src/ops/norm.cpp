@@ -244,3 +244,128 @@ std::pair<Tensor, Tensor> add_layer_norm(const Tensor& x, const Tensor& residual
 }
 
 }  // namespace attn
+
+namespace attn {
+
+namespace {
+
+// The row-map forms' shared checks: an f32 input of rows of C, an f32 other operand of width C, an i64
+// 1-D row map with every index in [0, limit); no gradient wanted of any of them.
+void check_row_form(const char* op, const Tensor& x, const Tensor& other, const char* other_name,
+                    const Tensor& rows, int64_t limit, const Tensor& weight, const Tensor& bias) {
+  check_input(op, "an input", x);
+  ATTN_CHECK(x.dtype() == DType::f32, op, ": expected an f32 input, got ", dtype_name(x.dtype()));
+  const int64_t C = x.size(-1);
+  if (other.defined()) {
+    ATTN_CHECK(other.dtype() == DType::f32 && other.dim() >= 1 && other.size(-1) == C, op, ": expected ",
+               other_name, " f32 with a last dim of ", C, ", got ", dtype_name(other.dtype()), " of shape ",
+               other.shape());
+  }
+  check_affine(op, "weight", weight, C, x.dtype());
+  check_affine(op, "bias", bias, C, x.dtype());
+  ATTN_CHECK(rows.defined(), op, ": expected rows, a 1-D i64 tensor of row indices, got an undefined tensor");
+  ATTN_CHECK(rows.dtype() == DType::i64 && rows.dim() == 1, op,
+             ": expected rows, a 1-D i64 tensor of row indices, got ", dtype_name(rows.dtype()), " of shape ",
+             rows.shape());
+  ATTN_CHECK(!autograd::needs_grad({x, other, weight, bias}), op, ": runs for inference, and no gradient flows "
+             "through it; run under NoGradGuard");
+  const Tensor rc = rows.contiguous();
+  const int64_t* p = rc.data<int64_t>();
+  for (int64_t i = 0; i < rows.size(0); ++i)
+    ATTN_CHECK(p[i] >= 0 && p[i] < limit, op, ": expected row indices in [0, ", limit, "), got ", p[i],
+               " at position ", i);
+}
+
+// For rows [r0, r1) of the output: kernel(i, x_row, r_row, s_row, y_row) fills y_row (f32: y's own
+// row; bf16: a scratch row, rounded into y after), given the f32 rows to normalise.
+template <class RowArgs>
+void ln_rows_run(int64_t n_out, int64_t C, const Tensor& w_in, const Tensor& b_in, double eps, Tensor& y,
+                 RowArgs args) {
+  const Tensor w = w_in.defined() ? w_in.contiguous() : Tensor::ones({C});
+  const Tensor b = b_in.defined() ? b_in.contiguous() : Tensor::zeros({C});
+  const float* pw = w.data<float>();
+  const float* pb = b.data<float>();
+  const bool bf16 = y.dtype() == DType::bf16;
+  const auto& k = kernels::row_kernels();
+  const auto& ck = kernels::convert_kernels();
+  parallel_for(0, n_out, row_grain(C), [&](int64_t r0, int64_t r1) {
+    std::vector<float> tmp(bf16 ? size_t(C) : 0);
+    float mean = 0, rstd = 0;
+    for (int64_t i = r0; i < r1; ++i) {
+      const auto [px, pr, ps] = args(i);
+      float* py = bf16 ? tmp.data() : y.data<float>() + i * C;
+      k.layer_norm_fwd(px, pr, pw, pb, ps, py, &mean, &rstd, 1, C, float(eps));
+      if (bf16) ck.f32_to_bf16(py, static_cast<uint16_t*>(y.raw_data()) + i * C, C);
+    }
+  });
+}
+
+struct RowPtrs {
+  const float* x;
+  const float* r;
+  float* s;
+};
+
+}  // namespace
+
+std::pair<Tensor, Tensor> layer_norm_rows(const Tensor& x, const Tensor& pending, const Tensor& rows,
+                                          const Tensor& weight, const Tensor& bias, double eps, DType result) {
+  ATTN_PROFILE("layer_norm_rows");
+  check_input("layer_norm_rows", "an input", x);
+  const int64_t C = x.size(-1), n = x.numel() / C;
+  check_row_form("layer_norm_rows", x, pending, "pending", rows, n, weight, bias);
+  ATTN_CHECK(result == DType::f32 || result == DType::bf16, "layer_norm_rows: expected an f32 or bf16 result, got ",
+             dtype_name(result));
+  const int64_t m = rows.size(0);
+  const Tensor rc = rows.contiguous();
+  const int64_t* idx = rc.data<int64_t>();
+  if (pending.defined()) {
+    ATTN_CHECK(pending.shape() == x.shape(), "layer_norm_rows: expected pending of shape ", x.shape(), ", got ",
+               pending.shape());
+    ATTN_CHECK(m == n, "layer_norm_rows: with pending, rows must be a permutation of the ", n,
+               " rows of x, got ", m, " indices");
+    std::vector<char> seen(size_t(n), 0);
+    for (int64_t i = 0; i < m; ++i) {
+      ATTN_CHECK(!seen[size_t(idx[i])], "layer_norm_rows: with pending, rows must be a permutation of x's rows; row ",
+                 idx[i], " appears twice");
+      seen[size_t(idx[i])] = 1;
+    }
+  }
+  const Tensor xc = x.contiguous(), pc = pending.defined() ? pending.contiguous() : Tensor();
+  Tensor s = pending.defined() ? Tensor::empty(x.shape()) : xc;
+  Tensor y = Tensor::empty({m, C}, result);
+  const float* px = xc.data<float>();
+  const float* pp = pc.defined() ? pc.data<float>() : nullptr;
+  float* ps = pc.defined() ? s.data<float>() : nullptr;
+  ln_rows_run(m, C, weight, bias, eps, y, [&](int64_t i) {
+    const int64_t o = idx[i] * C;
+    return RowPtrs{px + o, pp ? pp + o : nullptr, ps ? ps + o : nullptr};
+  });
+  return {s, y};
+}
+
+std::pair<Tensor, Tensor> add_layer_norm_rows(const Tensor& x, const Tensor& residual, const Tensor& rows,
+                                              const Tensor& weight, const Tensor& bias, double eps, DType result) {
+  ATTN_PROFILE("add_layer_norm_rows");
+  check_input("add_layer_norm_rows", "an input", x);
+  ATTN_CHECK(residual.defined(), "add_layer_norm_rows: expected a residual, got an undefined tensor");
+  const int64_t C = x.size(-1), n = x.numel() / C;
+  const int64_t m = residual.dim() >= 1 && residual.size(-1) == C ? residual.numel() / C : 0;
+  check_row_form("add_layer_norm_rows", x, residual, "residual", rows, m, weight, bias);
+  ATTN_CHECK(rows.size(0) == n, "add_layer_norm_rows: expected one row index per row of x (", n, "), got ",
+             rows.size(0));
+  ATTN_CHECK(result == DType::f32 || result == DType::bf16,
+             "add_layer_norm_rows: expected an f32 or bf16 result, got ", dtype_name(result));
+  const Tensor xc = x.contiguous(), rc_res = residual.contiguous(), rc = rows.contiguous();
+  const int64_t* idx = rc.data<int64_t>();
+  Tensor s = Tensor::empty(x.shape()), y = Tensor::empty(x.shape(), result);
+  const float* px = xc.data<float>();
+  const float* pr = rc_res.data<float>();
+  float* ps = s.data<float>();
+  ln_rows_run(n, C, weight, bias, eps, y, [&](int64_t i) {
+    return RowPtrs{px + i * C, pr + idx[i] * C, ps + i * C};
+  });
+  return {s, y};
+}
+
+}  // namespace attn

@@ -22,6 +22,7 @@
 
 #include "attn/attn.h"
 #include "attn/autograd/grad_mode.h"
+#include "attn/core/profile.h"
 #include "attn/models/pretrained.h"
 #include "attn/models/swin.h"
 #include "attn/ops/loss.h"
@@ -602,4 +603,35 @@ TEST(Swin, InferenceInSlicesEqualsWhole) {
   s->set_inference_chunk(0);                               // the batch whole: 9,408 rows, the MLP in slices
   EXPECT_TENSOR_NEAR(m->forward(x), whole, 1e-5, 1e-5);
   EXPECT_NE(test::error_of([&] { s->set_inference_chunk(-2); }).find("got -2"), std::string::npos);
+}
+
+// Inference leaves each block's last residual add to the next block's first layer norm and folds the
+// windows' gather and scatter into the layer norms (layer_norm_rows, add_layer_norm_rows); the logits
+// equal the unfused forward's (eval mode, gradients on). 16 x 16: whole windows at both stages, every
+// block fused; 16 x 24: the first stage's (8 x 12) fused, the second's (4 x 6, padded) not; 22 x 17:
+// padded maps, none fused. A bf16 model: close to f32.
+TEST(Swin, FusedInferenceEqualsUnfused) {
+  manual_seed(8);
+  auto m = models::create_model("swin", small_model(false));
+  m->eval();
+  for (auto [h, w] : {std::pair<int64_t, int64_t>{16, 16}, {16, 24}, {22, 17}}) {
+    const Tensor x = Tensor::randn({2, 3, h, w});
+    const Tensor unfused = m->forward(x).detach();
+    NoGradGuard ng;
+    profile::start();
+    const Tensor fused = m->forward(x);
+    int64_t row_norms = 0;
+    for (const auto& op : profile::stop())
+      if (std::string(op.name) == "layer_norm_rows" || std::string(op.name) == "add_layer_norm_rows")
+        row_norms += op.calls;
+    EXPECT_TENSOR_NEAR(fused, unfused, 1e-5, 1e-5) << h << " x " << w;
+    // Two row-map norms per fused block, two blocks per stage.
+    EXPECT_EQ(row_norms, h == 22 ? 0 : w == 16 ? 8 : 4) << h << " x " << w;
+  }
+  const Tensor x = Tensor::randn({2, 3, 16, 16});
+  NoGradGuard ng;
+  const Tensor y32 = m->forward(x);
+  nn::convert_linear_weights_to_bf16(*m);
+  nn::pack_linear_weights(*m);
+  EXPECT_TENSOR_NEAR(m->forward(x), y32, 3e-2, 5e-2);
 }

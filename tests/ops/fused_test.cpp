@@ -258,3 +258,68 @@ TEST(AddLayerNorm, ErrorMessages) {
   EXPECT_EQ(error_of([&] { add_layer_norm(x, Tensor(), Tensor(), Tensor()); }),
             "add_layer_norm: expected a residual, got an undefined tensor");
 }
+
+// The row-map forms equal a row gather and the plain ops, bit for bit (the same row kernel), on every
+// ISA; their bf16 results equal the plain ops' bf16 results.
+TEST(LayerNormRows, EqualGatherThenLayerNorm) {
+  test::IsaRestore restore;
+  Generator g(314);
+  NoGradGuard ng;
+  for (int64_t C : {int64_t(1), int64_t(7), int64_t(16), int64_t(33), int64_t(96), int64_t(768)}) {
+    const int64_t n = 45;
+    Tensor x = randn({5, 9, C}, g), p = randn({5, 9, C}, g), w = randn({C}, g), b = randn({C}, g);
+    std::vector<int64_t> perm(static_cast<size_t>(n)), some = {3, 3, 0, 44, 17};
+    for (int64_t i = 0; i < n; ++i) perm[size_t(i)] = (i * 17 + 5) % n;   // 17 is prime to 45
+    const Tensor rows = Tensor::from_vector(perm, {n}), few = Tensor::from_vector(some, {5});
+    for (Isa isa : test::supported_isas()) {
+      set_isa(isa);
+      const std::string ctx = "C=" + std::to_string(C) + " isa " + isa_name(isa);
+      const Tensor flat = x.view({n, C}), s_ref = x + p;
+      for (DType dt : {DType::f32, DType::bf16}) {
+        const std::string c2 = ctx + " " + dtype_name(dt);
+        auto [s1, y1] = layer_norm_rows(x, Tensor(), few, w, b, 1e-5, dt);
+        EXPECT_TENSOR_NEAR(y1.to(DType::f32), layer_norm(index_select(flat, 0, few), w, b, 1e-5, dt).to(DType::f32),
+                           0, 0) << c2;
+        EXPECT_EQ(s1.data<float>(), x.data<float>()) << "without pending, s is x itself; " << c2;
+        auto [s2, y2] = layer_norm_rows(x, p, rows, w, b, 1e-5, dt);
+        EXPECT_TENSOR_NEAR(s2, s_ref, 0, 0) << c2;
+        EXPECT_TENSOR_NEAR(y2.to(DType::f32),
+                           layer_norm(index_select(s_ref.view({n, C}), 0, rows), w, b, 1e-5, dt).to(DType::f32), 0, 0)
+            << c2;
+        auto [s3, y3] = add_layer_norm_rows(x, y2.to(DType::f32), rows, w, b, 1e-5, dt);
+        const auto [s4, y4] = add_layer_norm(x, index_select(y2.to(DType::f32), 0, rows).view(x.shape()), w, b, 1e-5, dt);
+        EXPECT_EQ(s3.shape(), x.shape()) << c2;
+        EXPECT_TENSOR_NEAR(s3, s4, 0, 0) << c2;
+        EXPECT_TENSOR_NEAR(y3.to(DType::f32), y4.to(DType::f32), 0, 0) << c2;
+        EXPECT_EQ(y3.dtype(), dt) << c2;
+      }
+    }
+  }
+}
+
+TEST(LayerNormRows, ErrorMessages) {
+  const Tensor x = Tensor::zeros({4, 8}), rows = Tensor::from_vector(std::vector<int64_t>{0, 1, 2, 3}, {4});
+  const Tensor xg = x.clone().requires_grad_();
+  EXPECT_EQ(error_of([&] { layer_norm_rows(xg, Tensor(), rows, Tensor(), Tensor()); }),
+            "layer_norm_rows: runs for inference, and no gradient flows through it; run under NoGradGuard");
+  NoGradGuard ng;
+  EXPECT_EQ(error_of([&] { layer_norm_rows(x, Tensor(), Tensor::from_vector(std::vector<int64_t>{0, 4}, {2}), Tensor(),
+                                           Tensor()); }),
+            "layer_norm_rows: expected row indices in [0, 4), got 4 at position 1");
+  EXPECT_EQ(error_of([&] { layer_norm_rows(x, x, Tensor::from_vector(std::vector<int64_t>{0, 1, 1, 3}, {4}), Tensor(),
+                                           Tensor()); }),
+            "layer_norm_rows: with pending, rows must be a permutation of x's rows; row 1 appears twice");
+  EXPECT_EQ(error_of([&] { layer_norm_rows(x, x, Tensor::from_vector(std::vector<int64_t>{0, 1}, {2}), Tensor(),
+                                           Tensor()); }),
+            "layer_norm_rows: with pending, rows must be a permutation of the 4 rows of x, got 2 indices");
+  EXPECT_EQ(error_of([&] { layer_norm_rows(x, Tensor(), Tensor::zeros({4}), Tensor(), Tensor()); }),
+            "layer_norm_rows: expected rows, a 1-D i64 tensor of row indices, got f32 of shape [4]");
+  EXPECT_EQ(error_of([&] { add_layer_norm_rows(x, Tensor::zeros({3, 4}), rows, Tensor(), Tensor()); }),
+            "add_layer_norm_rows: expected residual f32 with a last dim of 8, got f32 of shape [3, 4]");
+  EXPECT_EQ(error_of([&] { add_layer_norm_rows(x, Tensor::zeros({2, 8}), rows, Tensor(), Tensor()); }),
+            "add_layer_norm_rows: expected row indices in [0, 2), got 2 at position 2");
+  EXPECT_EQ(error_of([&] { add_layer_norm_rows(x, x, rows.slice(0, 0, 3), Tensor(), Tensor()); }),
+            "add_layer_norm_rows: expected one row index per row of x (4), got 3");
+  EXPECT_EQ(error_of([&] { add_layer_norm_rows(x.to(DType::f64), x, rows, Tensor(), Tensor()); }),
+            "add_layer_norm_rows: expected an f32 input, got f64");
+}

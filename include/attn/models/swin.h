@@ -113,6 +113,11 @@ class SwinBlock : public nn::Module {
   // (B, H, W, C) -> (B, H, W, C); weights: also the attention probabilities (B nW, NH, N, N)
   // (nn::ShiftedWindowAttention::forward).
   Tensor forward(const Tensor& x, Tensor* weights = nullptr) const;
+  // Inference (no grad, eval mode, f32 x, V1, a map of whole windows in torchvision's order): the block
+  // on x + pending (pending undefined: x) as {s, m}, s + m being forward(x + pending). The residual add
+  // is left to the next block's first layer norm, the windows' gather and scatter to the layer norms
+  // (ops/fused.h: layer_norm_rows, add_layer_norm_rows). Empty tensors where it does not apply.
+  std::pair<Tensor, Tensor> forward_fused(const Tensor& x, const Tensor& pending) const;
   // The shift the block runs an h x w map with ((0, 0): none).
   std::pair<int64_t, int64_t> effective_shift(int64_t h, int64_t w) const;
   int64_t macs(int64_t h, int64_t w) const;
@@ -127,6 +132,9 @@ class SwinBlock : public nn::Module {
   // activations never exist for the whole map at once.
   Tensor mlp_forward(const Tensor& x) const;
   Tensor mlp_apply(const Tensor& x) const;
+  // Whether the block shifts an h x w map (false: Hugging Face's rule for a map the window covers);
+  // checks the map is one transformers' Swin can run.
+  bool shifts(int64_t h, int64_t w) const;
   bool v2_, hf_;
 };
 

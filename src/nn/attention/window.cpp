@@ -324,6 +324,27 @@ Tensor ShiftedWindowAttention::attend(const Tensor& windows, int64_t Hp, int64_t
                           is_training(), nullptr, weights);
 }
 
+ShiftedWindowAttention::RowMap ShiftedWindowAttention::row_map(int64_t batch, int64_t h, int64_t w,
+                                                               bool shift) const {
+  const int64_t wh = opt_.window_h, ww = opt_.window_w;
+  if (opt_.roll_before_pad || h % wh != 0 || w % ww != 0) return {};
+  const auto [sh, sw] = effective_shift(h, w, shift);
+  static GeometryCache<WindowRows, 9> cache;
+  const WindowRows r = cache.get({batch, h, w, h, w, wh, ww, sh, sw},
+                                 [&, sh = sh, sw = sw] { return window_rows(batch, h, w, h, w, wh, ww, sh, sw); });
+  return {r.source, r.back};
+}
+
+Tensor ShiftedWindowAttention::attend_windows(const Tensor& windows, int64_t h, int64_t w, bool shift) const {
+  const int64_t wh = opt_.window_h, ww = opt_.window_w;
+  ATTN_CHECK(!opt_.roll_before_pad && h % wh == 0 && w % ww == 0 && windows.dim() == 3 &&
+                 windows.size(1) == wh * ww && windows.size(2) == opt_.dim && windows.size(0) % ((h / wh) * (w / ww)) == 0,
+             "ShiftedWindowAttention::attend_windows: expected (B nW, ", wh * ww, ", ", opt_.dim, ") windows of a ",
+             h, " x ", w, " map of whole ", wh, " x ", ww, " windows (pad, then roll), got shape ", windows.shape());
+  const auto [sh, sw] = effective_shift(h, w, shift);
+  return attend(windows, h, w, sh, sw, nullptr);
+}
+
 Tensor ShiftedWindowAttention::forward(const Tensor& x, bool shift, Tensor* weights) const {
   ATTN_CHECK(x.dim() == 4 && x.size(3) == opt_.dim, "ShiftedWindowAttention: expected (B, H, W, ", opt_.dim,
              "), got shape ", x.shape());

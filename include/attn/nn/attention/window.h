@@ -86,6 +86,19 @@ class ShiftedWindowAttention : public Module {
   // the last one while the table holds the same values.
   Tensor relative_position_bias() const;
   const ShiftedWindowAttentionOptions& options() const { return opt_; }
+  // The row maps of forward(x, shift) for a (B, H, W) map that needs no padding, in torchvision's order
+  // (pad, then roll): source[r] is the row of x (B H W rows) that window row r (the rolled map's
+  // windows in raster order) takes, back[i] the window row that x's row i gets back. Both i64,
+  // B H W long; built once per geometry and kept. Undefined for a map that needs padding or with
+  // roll_before_pad (timm's order).
+  struct RowMap {
+    Tensor source, back;
+  };
+  RowMap row_map(int64_t batch, int64_t h, int64_t w, bool shift = true) const;
+  // The attention and projection of the windows of row_map's source order, (B nW, N, C) -> (B nW, N, C):
+  // in eval mode, forward(x, shift) is the gather of x by source, this, and the gather of its rows by
+  // back (training adds the projection's dropout, which this leaves out).
+  Tensor attend_windows(const Tensor& windows, int64_t h, int64_t w, bool shift = true) const;
   // Multiply-accumulates for one (B = 1) padded hp x wp map.
   int64_t macs(int64_t hp, int64_t wp) const;
 
