@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace attn::bench {
 
 // Wall time in milliseconds of `fn` over `reps` runs after `warmup` runs: the median and the fastest.
@@ -52,6 +54,37 @@ inline std::string last_line(const std::string& s) {
   if (end == std::string::npos) return "";
   size_t start = s.find_last_of('\n', end);
   return s.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
+}
+
+// The median of the finite entries of v; NaN when there are none.
+inline double median(std::vector<double> v) {
+  v.erase(std::remove_if(v.begin(), v.end(), [](double d) { return !std::isfinite(d); }), v.end());
+  if (v.empty()) return double(NAN);
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+// "met" / "not met" for a speed-up against its target; "not measured" where there is none.
+inline const char* target_state(double ratio, double target) {
+  return !std::isfinite(ratio) ? "not measured" : ratio >= target ? "met" : "not met";
+}
+
+// A training bench's --precision bf16 lines: attn's f32 step beside the bf16 one (`items` per step, named
+// `unit`), the bf16 step's speed-ups over it and over PyTorch's bf16 autocast step, and the two targets
+// (>= 1.5x PyTorch, >= 1.6x attn f32); printed, and added to the JSON line `j`.
+inline void report_bf16(nlohmann::json& j, int64_t items, const char* unit, double f32_ms, double over_f32,
+                        double over_torch, bool rounds) {
+  std::printf("    attn f32 %9.1f ms  %8.1f %s/s  (the same step in f32)\n", f32_ms, double(items) / (f32_ms * 1e-3),
+              unit);
+  std::printf("    attn bf16 / attn f32 %s/s = %.2fx%s\n", unit, over_f32,
+              rounds ? " (median of the rounds' ratios)" : "");
+  std::printf("  target training step >= 1.5x PyTorch bf16 autocast: %s (%.2fx)\n", target_state(over_torch, 1.5),
+              over_torch);
+  std::printf("  target training step >= 1.6x attn f32: %s (%.2fx)\n", target_state(over_f32, 1.6), over_f32);
+  j["attn_f32_ms"] = f32_ms;
+  j["speedup_over_f32"] = over_f32;
+  j["target_over_torch"] = target_state(over_torch, 1.5);
+  j["target_over_f32"] = target_state(over_f32, 1.6);
 }
 
 }  // namespace attn::bench

@@ -294,10 +294,29 @@ def normalise(path, detail=False):
         elif b == "conv":
             rec("speed", "conv", "training step", "ms", j["attn_step_ms"], j["torch_step_ms"])
         elif b == "encoder_block":
+            # --precision bf16: both sides under bf16 autocast, and attn's own f32 step of the same run
+            bf16 = j.get("precision") == "bf16"
+            suffix = ", bf16" if bf16 else ""
             for key, case in [("step", "forward + backward"), ("fwd", "forward (training)"),
                               ("infer", "forward, no grad")]:
                 if key in j:
-                    rec("speed", "encoder_block", case, "ms", j[key]["attn_median_ms"], j[key]["torch_median_ms"])
+                    note = None
+                    need, gemm = j[key]["torch_median_ms"] / 1.5, j.get("step_gemm_ms")
+                    if key == "step" and gemm is not None and need < gemm:
+                        note = (f"1.5× PyTorch needs a step of at most {need:.1f} ms, less than the {gemm:.1f} ms "
+                                f"that the step's GEMMs alone take on oneDNN in the same run: out of reach "
+                                f"without a faster GEMM")
+                    rec("speed", "encoder_block", case + suffix, "ms", j[key]["attn_median_ms"],
+                        j[key]["torch_median_ms"], note=note)
+            if j.get("step_overhead") is not None:
+                rec("speed", "encoder_block", "forward + backward, over its GEMMs alone" + suffix, "ms",
+                    j["step"]["attn_median_ms"], None, ratio=round(j["step_overhead"], 3))
+                out[-1]["peers"] = {"its GEMMs alone": sig(j["step_gemm_ms"])}
+            if bf16 and j.get("attn_f32_step_median_ms") is not None:
+                rec("speed", "encoder_block", "forward + backward, bf16, vs attn f32", "ms",
+                    j["step"]["attn_median_ms"], None,
+                    ratio=round(j["attn_f32_step_median_ms"] / j["step"]["attn_median_ms"], 2))
+                out[-1]["peers"] = {"attn f32": sig(j["attn_f32_step_median_ms"])}
         elif b == "attention":
             mem = j.get("mem4096") or {}
             for key, case in [("fwd197", "forward, T = 197"), ("fwd1024", "forward, T = 1024"),
@@ -311,6 +330,17 @@ def normalise(path, detail=False):
                 q = j[key].get("torch_over_fused")
                 rec("speed", "attention", case, "ms", j[key]["fused_ms"], j[key]["torch_ms"],
                     ratio=None if q is None else round(q, 2), note=note)
+        elif b in ("vit_train", "swin_train", "bert_train") and j.get("precision") == "bf16":
+            # --precision bf16: the training step only (inference stays f32), against PyTorch's bf16
+            # autocast and against attn's own f32 step of the same run
+            case = f"{j['model']}, training step, bf16"
+            q = j.get("train_speedup")
+            rec("speed", b, f"{case}, vs PyTorch bf16 autocast", "ms", j["attn_ms"], j["torch_ms"],
+                ratio=None if q is None else round(q, 2))
+            q = j.get("speedup_over_f32")
+            rec("speed", b, f"{case}, vs attn f32", "ms", j["attn_ms"], None, ratio=None if q is None else round(q, 2))
+            if j.get("attn_f32_ms") is not None:
+                out[-1]["peers"] = {"attn f32": sig(j["attn_f32_ms"])}
         elif b == "vit_train":
             model = j["model"]
             rec("speed", "vit_train", f"{model}, training step", "ms", j["attn_ms"], j["torch_ms"],
@@ -346,9 +376,17 @@ def normalise(path, detail=False):
                 rec("speed", "rnn", f"{label}, forward + backward", "ms", m["attn_fwdbwd_ms"], m["torch_fwdbwd_ms"])
                 rec("speed", "rnn", f"{label}, forward", "ms", m["attn_fwd_ms"], m["torch_fwd_ms"])
         elif b == "translate_train":
+            # --precision bf16: both sides' training under bf16 autocast, filed as its own case; with
+            # --compare-f32, attn's bf16 against its own f32 on the same batches of the same run
+            bf16 = j.get("precision") == "bf16"
             if j.get("sides") == "both":
-                rec("speed", "translate_train", "training", "tok/s", j["attn"]["tokens_per_second"],
-                    j["torch"]["tokens_per_second"])
+                rec("speed", "translate_train", "training, bf16" if bf16 else "training", "tok/s",
+                    j["attn"]["tokens_per_second"], j["torch"]["tokens_per_second"])
+            cmp = j["attn"].get("compare_f32") if bf16 else None
+            if cmp:
+                rec("speed", "translate_train", "training, bf16, vs attn f32", "tok/s",
+                    cmp["bf16_tokens_per_second"], None, ratio=round(cmp["speedup_over_f32"], 2),
+                    peers={"attn f32": sig(cmp["f32_tokens_per_second"])})
         elif b == "bert_infer":
             bench = "bert_infer" if j["dtype"] == "f32" else "bert_infer_bf16"
             a = j["attn"]["latency_ms"]["median"]
@@ -369,6 +407,17 @@ def normalise(path, detail=False):
                     w = j["attn"]["weights_mb"]
                     rec("memory", "bert_memory", "f32 " + base, "MB", j["attn"]["peak_rss_steady_mb"], None,
                         extra={"limit_mb": round(1.3 * w + 100)})
+        elif b == "mixed_precision":
+            # bench/mixed_precision.sh: per task, bf16 mixed precision against f32 on the same runs' metric
+            case = {"vit": "Fashion-MNIST ViT, test accuracy", "translate": "Bible Transformer, test BLEU (greedy)",
+                    "bert": "bert-mini pre-training, validation masked-LM accuracy"}[j["task"]]
+            unit = "BLEU" if j["task"] == "translate" else "%"
+            runs = ", ".join(f"{a:.2f} / {b:.2f}" for a, b in zip(j["f32"], j["bf16"]))
+            rec("accuracy", "mixed_precision", case, unit, round(j["bf16_mean"], 2), None,
+                peers={"attn f32": round(j["f32_mean"], 2)},
+                note=f"seeds {', '.join(str(s) for s in j['seeds'])}: f32 / bf16 {runs}; mean seconds f32 "
+                     f"{sum(j['f32_seconds']) / len(j['f32_seconds']):,.0f}, bf16 "
+                     f"{sum(j['bf16_seconds']) / len(j['bf16_seconds']):,.0f}")
         elif b == "bert_pretraining_effect":
             for data, key, case in [("wordnet-lexname", "test_accuracy", "lexicographer file (45 classes), accuracy"),
                                     ("wordnet-lexname", "test_macro_f1", "lexicographer file (45 classes), macro-F1"),

@@ -181,6 +181,15 @@ def gemm_limit_case(model, batch):
 
 GEMM_LIMIT_CASES = [gemm_limit_case(m, b) for m in GEMM_OVERHEAD_TARGETS for b in (1, 8)]
 
+
+def bf16_train_cases(model):
+    """A training bench's --precision bf16 rows (results_table.py): the bf16 step against PyTorch's bf16
+    autocast step and against attn's own f32 step of the same run."""
+    case = f"{model}, training step, bf16"
+    return {f"{case}, vs PyTorch bf16 autocast": faster(1.5, "PyTorch bf16 autocast"),
+            f"{case}, vs attn f32": faster(1.6, "attn f32")}
+
+
 BENCHMARKS = [
     Bench("vit_infer", "speed", "ViT / DeiT inference, f32",
           "`attn bench` against torchvision's VisionTransformer with the same config, random weights, 224 × 224, "
@@ -257,22 +266,30 @@ BENCHMARKS = [
           "of alternated rounds. vit_fmnist_small: patch 4, D 128, depth 6, 4 heads, MLP 256; vit_fmnist: "
           "D 192, 3 heads, MLP 768.",
           {"vit_fmnist_small, training step": faster(1.5), "vit_fmnist_small, inference": faster(2),
-           "vit_fmnist, training step": faster(1.5), "vit_fmnist, inference": faster(2)}),
+           "vit_fmnist, training step": faster(1.5), "vit_fmnist, inference": faster(2),
+           **bf16_train_cases("vit_fmnist_small"), **bf16_train_cases("vit_fmnist")}),
     Bench("swin_train", "speed", "Fashion-MNIST Swin: training step",
           "swin_fmnist (patch 2, window 7, C 48, depths 2 / 6, heads 3 / 6, drop-path 0.1) at batch 128, AdamW, "
           "label smoothing 0.1, f32, against torchvision's SwinTransformer of the same sizes "
           "(`vit_train_bench --model swin_fmnist`); with --rounds, the median of alternated rounds.",
-          {"swin_fmnist, training step": faster(1.5)}),
+          {"swin_fmnist, training step": faster(1.5), **bf16_train_cases("swin_fmnist")}),
     Bench("bert_train", "speed", "BERT pre-training step",
           "bert-mini (4 layers, 256 hidden, 4 heads) BertForPreTraining, batch 32 x 128 tokens, 19 masked positions "
           "per sequence, MLM + NSP cross-entropy, AdamW, dropout 0.1, f32 (bench/bert_train_bench.cpp), against "
           "PyTorch running Hugging Face's module tree of the same model (bench/peers/bert_train.py: the MLM head "
           "at every position, as transformers computes it; attn runs it at the masked positions, as Google's "
           "BERT gathers them); with --rounds, the median of alternated rounds.",
-          {"bert-mini, training step": faster(1.5)}),
+          {"bert-mini, training step": faster(1.5), **bf16_train_cases("bert-mini")}),
     Bench("encoder_block", "speed", "Pre-norm Transformer encoder block",
-          "D 768, 12 heads, T 197, batch 8, f32; median of the timed runs, each side at its better wait policy.",
-          {"forward + backward": faster(1.5), "forward (training)": NO_TARGET, "forward, no grad": NO_TARGET}),
+          "D 768, 12 heads, T 197, batch 8, f32, and bf16 mixed precision (--precision bf16: attn's autocast against "
+          "PyTorch's CPU autocast); median of the timed runs, each side at its better wait policy. \"Over its GEMMs "
+          "alone\": the step against the oneDNN time of exactly its GEMMs (forward and backward), same run.",
+          {"forward + backward": faster(1.5), "forward (training)": NO_TARGET, "forward, no grad": NO_TARGET,
+           "forward + backward, over its GEMMs alone": overhead_at_most(1.15),
+           "forward + backward, bf16": faster(1.5, "PyTorch bf16 autocast"),
+           "forward (training), bf16": NO_TARGET, "forward, no grad, bf16": NO_TARGET,
+           "forward + backward, over its GEMMs alone, bf16": NO_TARGET,
+           "forward + backward, bf16, vs attn f32": faster(1.6, "attn f32")}),
     Bench("attention", "speed", "Scaled dot-product attention",
           "attn's fused kernel against PyTorch's softmax(q·kᵀ/√d)·v at B 1, 12 heads, head size 64, f32; "
           "median of the rounds' ratios, attn and PyTorch alternated.",
@@ -300,7 +317,8 @@ BENCHMARKS = [
           "Transformer 3 + 3 layers, d 256, 4 heads, d_ff 1,024, dropout 0.1, 8,000-piece vocabulary, "
           "4,096-token batches on the English → Spanish Bible, against torch.nn.Transformer on the identical "
           "batches; target tokens per second over steps after the tenth, both under OMP_WAIT_POLICY=PASSIVE.",
-          {"training": faster(1.5)}),
+          {"training": faster(1.5), "training, bf16": faster(1.5, "PyTorch bf16 autocast"),
+           "training, bf16, vs attn f32": faster(1.6, "attn f32")}),
     Bench("transformer_decode", "speed", "Batched greedy decoding",
           "Transformer 3 + 3 layers, d 256, 8 heads, vocabulary 8,000, batch 32, 32 steps; attn's KV cache "
           "against PyTorch's functional ops with its own KV cache (target tokens per second).",
@@ -374,6 +392,14 @@ BENCHMARKS = [
           {c: NO_TARGET for c in ("vit_fmnist, shared memory", "vit_fmnist, TCP on the loopback",
                                   "transformer, shared memory", "transformer, TCP on the loopback")},
           peer_label="1 process × 2 threads"),
+    Bench("mixed_precision", "accuracy", "bf16 mixed-precision training against f32",
+          "`attn train --precision bf16` against `--precision f32`: the same model, data, recipe, steps and seeds "
+          "(0 and 1), the mean of the seeds (bench/mixed_precision.sh). Short runs at its default sizes: "
+          "vit_fmnist_small 2 epochs, the Transformer (d_model 256, 3 layers) 400 steps, bert-mini 400 steps.",
+          {"Fashion-MNIST ViT, test accuracy": within_points_of_peer(0.5, "attn f32"),
+           "Bible Transformer, test BLEU (greedy)": within_points_of_peer(1, "attn f32"),
+           "bert-mini pre-training, validation masked-LM accuracy": within_points_of_peer(1, "attn f32")},
+          peer_label="attn f32"),
     Bench("translation_bleu", "accuracy", "Translation quality after one hour of training",
           "English → Spanish Bible verses (KJV → Reina-Valera 1909), 8,000-piece SentencePiece vocabulary, "
           "test BLEU on 1,000 verses as sacreBLEU computes it (13a); PyTorch trained on the identical batches.",

@@ -7,6 +7,7 @@
 //   build/bench/translate_train_bench --minutes 6 [--beam 4] [--threads 2]  # attn trains 6 min, torch as many steps
 //   build/bench/translate_train_bench --minutes 60 --no-peer               # attn's half of a long run ...
 //   build/bench/translate_train_bench --steps N --peer-only                # ... and PyTorch's, later, on the same N batches
+//   build/bench/translate_train_bench --minutes 6 --precision bf16 [--compare-f32 20]   # bf16 mixed precision
 //
 // What it does:
 //  1. splits and tokenizer exactly as the translation task (load_translation_data, train_translation_tokenizer),
@@ -28,6 +29,14 @@
 // (--no-peer) and a later --peer-only run with --steps set to the attn run's step count train on the
 // same batches; both print the batches' FNV-1a hash to show it. Speeds from different runs are not
 // compared (the ratio needs the same window); BLEU is a property of the steps, not of the window.
+// --precision bf16: both sides train under bf16 mixed precision (attn: each timed step's forward, loss
+// and backward under AutocastBf16Guard, the optimizer step outside it, as train::Run's step; PyTorch:
+// forward and loss under torch.autocast("cpu", dtype=torch.bfloat16)); decoding and BLEU stay f32 (the
+// bf16-trained models are evaluated in f32, as the trainer does). It needs a CPU with a native bf16
+// matmul; elsewhere the program says so and measures f32. attn's f32-vs-bf16 speed-up is two runs of
+// this program, one per precision; --compare-f32 K also trains the run's first K batches once more
+// after attn's decoding, alternately in bf16 and in f32 (the learning rate held at the last step's),
+// and reports attn's tokens/s in each and their ratio on those batches.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -50,6 +59,7 @@
 #include "attn/models/decode.h"
 #include "attn/models/transformer.h"
 #include "attn/ops/loss.h"
+#include "attn/ops/matmul.h"
 #include "attn/optim/adam.h"
 #include "attn/optim/schedule.h"
 #include "attn/text/bleu.h"
@@ -77,7 +87,9 @@ struct Options {
   double lr = 1.0, label_smoothing = 0.1, beta2 = 0.98;
   uint64_t seed = 0;
   int64_t limit_train = 0, limit_test = 0, beam = 1, rate_skip = 10, log_every = 100;
+  int64_t compare_f32 = 0;   // --compare-f32 K (bf16 only): K batches retrained in bf16 and f32 after the run
   bool peer = true, attn = true;
+  std::string precision = "f32";
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -87,7 +99,8 @@ struct Options {
                "  --d-model, --heads, --encoder-layers, --decoder-layers, --layers (both), --d-ff, --dropout,\n"
                "  --share-embeddings 0|1, --tie-output 0|1, --vocab, --max-tokens, --max-length, --warmup, --lr,\n"
                "  --label-smoothing, --beta2, --seed, --limit-train, --limit-test, --beam N (attn only, extra),\n"
-               "  --rate-skip N, --log-every N, --no-peer, --peer-only (needs --steps), --sword-dir DIR\n",
+               "  --rate-skip N, --log-every N, --no-peer, --peer-only (needs --steps), --sword-dir DIR,\n"
+               "  --precision f32|bf16, --compare-f32 K (with bf16)\n",
                why.c_str());
   std::exit(2);
 }
@@ -130,11 +143,22 @@ Options parse(int argc, char** argv) {
     else if (a == "--beam") o.beam = I();
     else if (a == "--rate-skip") o.rate_skip = I();
     else if (a == "--log-every") o.log_every = I();
+    else if (a == "--precision") o.precision = v;
+    else if (a == "--compare-f32") o.compare_f32 = I();
     else usage("unknown flag " + a);
   }
   if ((o.steps > 0) == (o.minutes > 0)) usage("give exactly one of --steps N (> 0) or --minutes M (> 0)");
   if (!o.attn && o.steps <= 0) usage("--peer-only needs --steps N (the attn run's step count), not --minutes");
   if (!o.attn && !o.peer) usage("--peer-only and --no-peer together leave nothing to run");
+  if (o.precision != "f32" && o.precision != "bf16")
+    usage("expected --precision f32 or bf16, got '" + o.precision + "'");
+  if (o.compare_f32 < 0 || (o.compare_f32 > 0 && o.precision != "bf16"))
+    usage("--compare-f32 K needs K >= 0 and --precision bf16");
+  if (o.precision == "bf16" && !bf16_gemm_native_available()) {
+    std::printf("--precision bf16: not measurable here (this CPU has no native bf16 matmul); measuring f32\n");
+    o.precision = "f32";
+    o.compare_f32 = 0;
+  }
   return o;
 }
 
@@ -166,6 +190,41 @@ double mean_tail(const std::vector<double>& v, size_t n) {
   return s / double(v.size() - b);
 }
 
+// --compare-f32 K: attn's tokens/s on the run's first K batches, each trained once more in bf16 mixed
+// precision and then in f32 (the model keeps training; the optimizer's learning rate stays as it is).
+struct F32Compare {
+  int64_t steps = 0;
+  double bf16_tps = NAN, f32_tps = NAN;
+};
+
+F32Compare compare_f32(models::Seq2SeqModel& model, optim::AdamW& opt, const std::vector<data::SeqBatch>& batches,
+                       double label_smoothing) {
+  F32Compare c;
+  if (batches.empty()) return c;
+  model.train();
+  double secs[2] = {0, 0};   // [0]: f32, [1]: bf16
+  int64_t tokens = 0;
+  for (const data::SeqBatch& b : batches) {
+    for (int mixed = 1; mixed >= 0; --mixed) {
+      const auto t0 = Clock::now();
+      {
+        const AutocastBf16Guard mp(mixed != 0);
+        Tensor loss = train::seq2seq_batch_loss(model, b, label_smoothing);
+        (void)loss.item();
+        loss.backward();
+      }
+      opt.step();
+      opt.zero_grad();
+      secs[mixed] += since(t0);
+    }
+    tokens += b.num_tgt_tokens;
+  }
+  c.steps = int64_t(batches.size());
+  c.bf16_tps = double(tokens) / secs[1];
+  c.f32_tps = double(tokens) / secs[0];
+  return c;
+}
+
 // The machine's 1/5/15-minute load averages: these numbers are only comparable on a quiet machine.
 std::string load_average() {
   std::ifstream f("/proc/loadavg");
@@ -179,6 +238,7 @@ std::string load_average() {
 int main(int argc, char** argv) {
   try {
     const Options o = parse(argc, argv);
+    const bool bf16 = o.precision == "bf16";
     set_num_threads(o.threads);
     std::filesystem::create_directories(o.work);
     const auto t_all = Clock::now();
@@ -230,6 +290,7 @@ int main(int argc, char** argv) {
     std::vector<int32_t> all_src, all_tin, all_tout, shapes, ntok;
     std::vector<double> step_secs, losses;
     std::vector<int64_t> step_tokens;
+    std::vector<data::SeqBatch> replay;   // --compare-f32: the first batches
     const auto t_train = Clock::now();
     int64_t step = 0;
     uint64_t batches_hash = 1469598103934665603ull;   // FNV-1a over every batch's shape and ids
@@ -247,12 +308,17 @@ int main(int argc, char** argv) {
         ++step;
         continue;
       }
+      if (int64_t(replay.size()) < o.compare_f32) replay.push_back(b);
       const auto t0 = Clock::now();
       sched.apply(opt, step + 1);   // the paper's step_num counts from 1
-      Tensor loss = train::seq2seq_batch_loss(*model, b, o.label_smoothing);
-      const double lv = loss.item();
-      ATTN_CHECK(std::isfinite(lv), "translate_train_bench: the attn loss became ", lv, " at step ", step + 1);
-      loss.backward();
+      double lv = 0;
+      {
+        const AutocastBf16Guard mp(bf16);   // forward, loss and backward in bf16 mixed precision where --precision bf16
+        Tensor loss = train::seq2seq_batch_loss(*model, b, o.label_smoothing);
+        lv = loss.item();
+        ATTN_CHECK(std::isfinite(lv), "translate_train_bench: the attn loss became ", lv, " at step ", step + 1);
+        loss.backward();
+      }
       opt.step();
       opt.zero_grad();
       step_secs.push_back(since(t0));
@@ -326,6 +392,7 @@ int main(int argc, char** argv) {
     if (o.attn)
       std::fprintf(stderr, "attn: %lld steps, %.0f tok/s, greedy test %s (%.1f s)\n", (long long)step, attn_tps,
                    attn_bleu.format().c_str(), attn_dec_secs);
+    const F32Compare cmp = compare_f32(*model, opt, replay, o.label_smoothing);   // after decoding: BLEU is the run's
 
     // ---- 3b/4b. the peer.
     nlohmann::json peer = nlohmann::json::object();
@@ -335,7 +402,8 @@ int main(int argc, char** argv) {
     if (o.peer) {
       const std::string cmd = "OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 " + std::string(ATTN_SOURCE_DIR) +
                               "/bench/peers/translate_train.py --work '" + o.work + "' --threads " +
-                              std::to_string(o.threads) + " --log-every " + std::to_string(o.log_every);
+                              std::to_string(o.threads) + " --log-every " + std::to_string(o.log_every) +
+                              (bf16 ? " --precision bf16" : "");
       const auto t_peer = Clock::now();
       const std::string line = bench::last_line(bench::run_capture(cmd));
       peer_wall = since(t_peer);
@@ -374,10 +442,11 @@ int main(int argc, char** argv) {
     const double ratio = attn_tps / torch_tps;
     const double dbleu = attn_bleu.score - torch_bleu.score;
     std::printf("\nTranslation training, %s: Transformer %lld+%lld layers, d_model %lld, %lld heads, d_ff %lld, "
-                "dropout %.2g, vocab %lld, max_tokens %lld, warm-up %lld, %d threads\n",
+                "dropout %.2g, vocab %lld, max_tokens %lld, warm-up %lld, %d threads%s\n",
                 o.data.c_str(), (long long)o.encoder_layers, (long long)o.decoder_layers, (long long)d_model,
                 (long long)o.nhead, (long long)o.d_ff, o.dropout, (long long)tok->vocab_size(),
-                (long long)o.max_tokens, (long long)o.warmup, o.threads);
+                (long long)o.max_tokens, (long long)o.warmup, o.threads,
+                bf16 ? ", training bf16 mixed precision (PyTorch: CPU autocast), decoding f32" : "");
     std::printf("  %-34s %14s %14s %10s\n", "", "attn", "PyTorch", "attn/torch");
     std::printf("  %-34s %14lld %14lld  (batches FNV-1a %s)\n", "steps (same batches)", o.attn ? (long long)step : 0LL,
                 (long long)peer.value("steps", int64_t(0)), hash_hex);
@@ -395,6 +464,10 @@ int main(int argc, char** argv) {
     if (o.attn && o.beam > 1)
       std::printf("  %-34s %14.2f %14s  (%.1f s)\n", ("test BLEU, attn beam " + std::to_string(o.beam)).c_str(),
                   attn_beam_bleu.score, "-", attn_beam_secs);
+    if (cmp.steps > 0)
+      std::printf("  %-34s %14.0f %14.0f %9.2fx  (attn bf16 / attn f32 on the first %lld batches, after the run)\n",
+                  "attn tokens/s, bf16 and f32", cmp.bf16_tps, cmp.f32_tps, cmp.bf16_tps / cmp.f32_tps,
+                  (long long)cmp.steps);
     std::printf("  %-34s %14.1f %14.1f\n", "wall time, training loop / peer, s", attn_wall, peer_wall);
     std::printf("  attn  %s\n  torch %s\n", attn_bleu.format().c_str(), torch_bleu.format().c_str());
     const char* wait = std::getenv("OMP_WAIT_POLICY");
@@ -408,6 +481,7 @@ int main(int argc, char** argv) {
         {"max_tokens", o.max_tokens}, {"warmup_steps", o.warmup}, {"lr", o.lr}, {"label_smoothing", o.label_smoothing},
         {"steps", step}, {"test_sentences", test_ref.size()}, {"rate_skip_steps", o.rate_skip},
         {"batches_fnv1a", hash_hex}, {"sides", o.attn ? (o.peer ? "both" : "attn only") : "peer only"},
+        {"precision", o.precision},
         {"attn", {{"tokens_per_second", attn_tps}, {"tokens_per_second_all", attn_tps_all},
                   {"train_step_seconds", attn_step_secs}, {"train_wall_seconds", attn_wall},
                   {"mean_loss_last_100", attn_loss}, {"final_loss", losses.empty() ? NAN : losses.back()},
@@ -424,6 +498,10 @@ int main(int argc, char** argv) {
       res["attn"]["beam"] = o.beam;
       res["attn"]["beam_decode_seconds"] = attn_beam_secs;
     }
+    if (cmp.steps > 0)
+      res["attn"]["compare_f32"] = {{"steps", cmp.steps}, {"bf16_tokens_per_second", cmp.bf16_tps},
+                                    {"f32_tokens_per_second", cmp.f32_tps},
+                                    {"speedup_over_f32", cmp.bf16_tps / cmp.f32_tps}};
     res["attn"]["losses"] = losses;
     if (peer.contains("losses")) res["torch"]["losses"] = peer["losses"];
     io::write_file_atomic(o.work + "/results.json", res.dump(1) + "\n");

@@ -1,7 +1,8 @@
 // The vit_fmnist training step (patch 4, D 192, depth 6, heads 3, MLP 768, drop-path 0.1 as
-// configured, label smoothing 0.1, AdamW with timm's parameter groups) at batch 128, f32, on an
-// in-memory batch; and its inference (eval mode, no grad) at batch 256. attn against PyTorch 1.13
-// running a torch model of the same architecture (bench/peers/vit_train.py) in the same run.
+// configured, label smoothing 0.1, AdamW with timm's parameter groups) at batch 128, f32 or bf16 mixed
+// precision, on an in-memory batch; and its inference (eval mode, no grad, f32) at batch 256. attn
+// against PyTorch 1.13 running a torch model of the same architecture (bench/peers/vit_train.py) in the
+// same run.
 //
 // Inference: attn runs the batch in slices (VisionTransformer::inference_chunk); PyTorch is timed whole and
 // in slices of 16 and 32 images, and its best is compared.
@@ -14,8 +15,16 @@
 // --rounds N times training and inference N times, alternating attn and PyTorch, and reports the
 // medians of the per-round ratios.
 //
+// --precision bf16: the training step under bf16 mixed precision on both sides (attn: forward, loss and
+// backward under AutocastBf16Guard, the optimizer's step outside it, as train::Run's step; PyTorch:
+// forward and loss under torch.autocast("cpu", dtype=torch.bfloat16)), and attn's f32 step timed in
+// every round as well, after its bf16 one. attn_ms and torch_ms are then the bf16 steps; attn_f32_ms
+// is attn's f32 step and speedup_over_f32 the median of the rounds' f32 / bf16 ratios. The targets: the
+// bf16 step >= 1.5x PyTorch's bf16 autocast step and >= 1.6x attn's own f32 step. Inference stays f32.
+// It needs a CPU with a native bf16 matmul; elsewhere the program says so and measures f32 only.
+//
 //   build/bench/vit_train_bench [--threads 2] [--steps 10] [--infer-reps 10] [--no-peer] [--model NAME]
-//                               [--rounds 1]
+//                               [--rounds 1] [--precision f32|bf16]
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -34,26 +43,78 @@
 
 using namespace attn;
 
-int main(int argc, char** argv) {
+namespace {
+
+// One run of the peer: its median training step and best inference time (NaN where it timed none),
+// the slicing of that best and every slicing's time; ok is false where its last line was no JSON.
+struct PeerRun {
+  double ms = NAN, infer_ms = NAN;
+  int infer_chunk = 0;
+  nlohmann::json by_chunk;
+  bool ok = false;
+};
+
+PeerRun run_peer(const std::string& cmd) {
+  PeerRun p;
+  const std::string out = bench::last_line(bench::run_capture(cmd));
+  try {
+    const auto j = nlohmann::json::parse(out);
+    if (!j.at("ms").is_null()) p.ms = j.at("ms").get<double>();
+    if (!j.at("infer_ms").is_null()) p.infer_ms = j.at("infer_ms").get<double>();
+    p.infer_chunk = j.value("infer_chunk", 0);
+    if (j.contains("infer_ms_by_chunk")) p.by_chunk = j.at("infer_ms_by_chunk");
+    p.ok = true;
+  } catch (...) {
+    std::fprintf(stderr, "peer failed: %s\n", out.c_str());
+  }
+  return p;
+}
+
+struct Options {
   int threads = 2, steps = 10, infer_reps = 10, rounds = 1;
   bool peer = true;
-  std::string model_name = "vit_fmnist";
+  std::string model = "vit_fmnist", precision = "f32";
+};
+
+// The command line; false (after saying why) where it names an unknown model or precision. --precision
+// bf16 on a CPU without a native bf16 matmul is said to be not measurable here, and f32 is measured.
+bool parse_options(int argc, char** argv, Options& o) {
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) steps = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--infer-reps") && i + 1 < argc) infer_reps = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--no-peer")) peer = false;
-    else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
-    else if (!std::strcmp(argv[i], "--model") && i + 1 < argc) model_name = argv[++i];
+    if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) o.threads = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) o.steps = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--infer-reps") && i + 1 < argc) o.infer_reps = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--no-peer")) o.peer = false;
+    else if (!std::strcmp(argv[i], "--rounds") && i + 1 < argc) o.rounds = std::max(1, std::atoi(argv[++i]));
+    else if (!std::strcmp(argv[i], "--model") && i + 1 < argc) o.model = argv[++i];
+    else if (!std::strcmp(argv[i], "--precision") && i + 1 < argc) o.precision = argv[++i];
   }
+  if (o.model != "vit_fmnist" && o.model != "vit_fmnist_small" && o.model != "swin_fmnist") {
+    std::fprintf(stderr, "vit_train_bench: expected --model vit_fmnist, vit_fmnist_small or swin_fmnist, got '%s'\n",
+                 o.model.c_str());
+    return false;
+  }
+  if (o.precision != "f32" && o.precision != "bf16") {
+    std::fprintf(stderr, "vit_train_bench: expected --precision f32 or bf16, got '%s'\n", o.precision.c_str());
+    return false;
+  }
+  if (o.precision == "bf16" && !bf16_gemm_native_available()) {
+    std::printf("--precision bf16: not measurable here (this CPU has no native bf16 matmul); measuring f32\n");
+    o.precision = "f32";
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (!parse_options(argc, argv, o)) return 2;
+  const int threads = o.threads, steps = o.steps, infer_reps = o.infer_reps, rounds = o.rounds;
+  const bool peer = o.peer;
+  const std::string model_name = o.model, precision = o.precision;
   set_num_threads(threads);
   manual_seed(0);
-  if (model_name != "vit_fmnist" && model_name != "vit_fmnist_small" && model_name != "swin_fmnist") {
-    std::fprintf(stderr, "vit_train_bench: expected --model vit_fmnist, vit_fmnist_small or swin_fmnist, got '%s'\n",
-                 model_name.c_str());
-    return 2;
-  }
-  const bool swin = model_name == "swin_fmnist";
+  const bool bf16 = precision == "bf16", swin = model_name == "swin_fmnist";
   auto model = models::create_model(model_name);
   model->train();
   optim::AdamW opt(optim::param_groups_weight_decay(*model, 0.05), {.lr = 1e-3, .weight_decay = 0.05});
@@ -63,16 +124,20 @@ int main(int argc, char** argv) {
   std::vector<int64_t> ys(B);
   for (auto& y : ys) y = g.randint(10);
   Tensor y = Tensor::from_vector(ys, {B});
-  auto step = [&] {
-    Tensor loss = cross_entropy(model->forward(x), y, {.label_smoothing = 0.1});
-    loss.backward();
+  // Forward, loss and backward under bf16 mixed precision where `mixed`; the optimizer's step in f32.
+  auto step = [&](bool mixed) {
+    {
+      const AutocastBf16Guard mp(mixed);
+      Tensor loss = cross_entropy(model->forward(x), y, {.label_smoothing = 0.1});
+      loss.backward();
+    }
     opt.step();
     opt.zero_grad();
   };
   // --steps 0: inference only (profiling). Training is timed in every round (train mode), inference after it.
-  auto attn_train = [&] {
+  auto attn_train = [&](bool mixed) {
     model->train();
-    const double t = steps > 0 ? bench::time_ms(step, steps, 2) : NAN;
+    const double t = steps > 0 ? bench::time_ms([&] { step(mixed); }, steps, 2) : NAN;
     model->eval();
     return t;
   };
@@ -87,32 +152,31 @@ int main(int argc, char** argv) {
   // Rounds of (attn training + inference, then PyTorch training + inference): this machine has slow
   // phases lasting seconds to minutes (memory-side: the FMA probe stays the same), and a ratio is only
   // fair within one. Each round's ratios are taken, and their medians reported.
-  std::vector<double> attn_tr, torch_tr, train_ratios;
+  std::vector<double> attn_tr, torch_tr, train_ratios, attn_f32_tr, f32_ratios;
   int torch_chunk = 0;
   nlohmann::json torch_by_chunk = nlohmann::json::object(), rounds_json = nlohmann::json::array();
   std::vector<double> attn_inf, torch_inf, ratios;
   const std::string script = std::string(ATTN_SOURCE_DIR) + (swin ? "/bench/peers/swin_train.py" : "/bench/peers/vit_train.py");
   for (int r = 0; r < rounds; ++r) {
-    const double at = attn_train();
+    const double at = attn_train(bf16);
+    const double af = bf16 ? attn_train(false) : NAN;   // attn's f32 step, in the same round
     const double a = infer_reps > 0 ? attn_infer() : NAN;
     double t = NAN, tt = NAN;
     if (peer) {
-      std::string out = bench::last_line(bench::run_capture(
-          "OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 " + script + " --threads " + std::to_string(threads) + " --steps " +
-          std::to_string(steps) + " --infer-reps " + std::to_string(infer_reps) + " --model " + model_name +
-          " --infer-chunks 0,16,32"));
-      try {
-        auto j = nlohmann::json::parse(out);
-        if (!j.at("ms").is_null()) tt = j.at("ms").get<double>();
-        if (!j.at("infer_ms").is_null()) t = j.at("infer_ms").get<double>();
-        if (r == 0) {
-          torch_chunk = j.value("infer_chunk", 0);
-          if (j.contains("infer_ms_by_chunk")) torch_by_chunk = j.at("infer_ms_by_chunk");
-        }
+      const PeerRun p = run_peer("OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 " + script + " --threads " +
+                                 std::to_string(threads) + " --steps " + std::to_string(steps) + " --infer-reps " +
+                                 std::to_string(infer_reps) + " --model " + model_name + " --infer-chunks 0,16,32" +
+                                 (bf16 ? " --precision bf16" : ""));
+      tt = p.ms;
+      t = p.infer_ms;
+      if (p.ok && r == 0) {
+        torch_chunk = p.infer_chunk;
+        if (!p.by_chunk.is_null()) torch_by_chunk = p.by_chunk;
+      }
+      if (p.ok) {
         rounds_json.push_back({{"attn_ms", at}, {"torch_ms", tt}, {"attn_infer_ms", a}, {"torch_infer_ms", t},
-                               {"torch_infer_chunk", j.value("infer_chunk", 0)}});
-      } catch (...) {
-        std::fprintf(stderr, "peer failed: %s\n", out.c_str());
+                               {"torch_infer_chunk", p.infer_chunk}});
+        if (bf16) rounds_json.back()["attn_f32_ms"] = af;
       }
     }
     attn_inf.push_back(a);
@@ -121,25 +185,31 @@ int main(int argc, char** argv) {
     attn_tr.push_back(at);
     torch_tr.push_back(tt);
     train_ratios.push_back(tt / at);
-    if (rounds > 1)
+    attn_f32_tr.push_back(af);
+    f32_ratios.push_back(af / at);
+    if (rounds > 1 && bf16)
+      std::printf("  round %d: training attn bf16 %.1f ms, f32 %.1f ms (%.2fx), PyTorch bf16 %.1f ms, %.2fx; "
+                  "inference attn %.1f ms, PyTorch %.1f ms, %.2fx\n", r + 1, at, af, af / at, tt, tt / at, a, t, t / a);
+    else if (rounds > 1)
       std::printf("  round %d: training attn %.1f ms, PyTorch %.1f ms, %.2fx; inference attn %.1f ms, PyTorch %.1f ms, %.2fx\n",
                   r + 1, at, tt, tt / at, a, t, t / a);
   }
-  auto median = [](std::vector<double> v) {   // of the finite entries; NaN when there are none
-    v.erase(std::remove_if(v.begin(), v.end(), [](double d) { return !std::isfinite(d); }), v.end());
-    if (v.empty()) return double(NAN);
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-  };
-  const double infer_ms = median(attn_inf), torch_infer_ms = median(torch_inf), infer_ratio = median(ratios);
-  const double ms = median(attn_tr), torch_ms = median(torch_tr), train_ratio = median(train_ratios);
-  std::printf("%s (%s, drop-path 0.1), f32, %d threads, median\n", model_name.c_str(),
-              models::model_entry(model_name).description.c_str(), threads);
+  const double infer_ms = bench::median(attn_inf), torch_infer_ms = bench::median(torch_inf);
+  const double infer_ratio = bench::median(ratios);
+  const double ms = bench::median(attn_tr), torch_ms = bench::median(torch_tr);
+  const double train_ratio = bench::median(train_ratios);
+  std::printf("%s (%s, drop-path 0.1), %s, %d threads, median\n", model_name.c_str(),
+              models::model_entry(model_name).description.c_str(),
+              bf16 ? "training bf16 mixed precision (PyTorch: CPU autocast), inference f32" : "f32", threads);
   std::printf("  training step, batch %lld, AdamW (%d steps)\n", (long long)B, steps);
-  std::printf("    attn     %9.1f ms  %8.0f img/s\n", ms, B / (ms * 1e-3));
-  std::printf("    PyTorch  %9.1f ms  %8.0f img/s  (OMP_WAIT_POLICY=PASSIVE)\n", torch_ms, B / (torch_ms * 1e-3));
+  std::printf("    %-9s%9.1f ms  %8.0f img/s\n", bf16 ? "attn bf16" : "attn", ms, B / (ms * 1e-3));
+  std::printf("    PyTorch  %9.1f ms  %8.0f img/s  (OMP_WAIT_POLICY=PASSIVE%s)\n", torch_ms, B / (torch_ms * 1e-3),
+              bf16 ? "; bf16 autocast" : "");
   std::printf("    attn / PyTorch images/s = %.2fx%s\n", train_ratio,
               rounds > 1 ? " (median of the rounds' ratios; times are medians too)" : "");
+  nlohmann::json j{{"bench", swin ? "swin_train" : "vit_train"}, {"model", model_name}, {"precision", precision}};
+  if (bf16)
+    bench::report_bf16(j, B, "img", bench::median(attn_f32_tr), bench::median(f32_ratios), train_ratio, rounds > 1);
   std::printf("  inference, batch %lld (%d reps)\n", (long long)BI, infer_reps);
   const auto* vit = dynamic_cast<const models::VisionTransformer*>(model.get());
   const long chunk = vit ? long(vit->inference_chunk()) : 0;
@@ -149,12 +219,9 @@ int main(int argc, char** argv) {
               torch_by_chunk.dump().c_str());
   std::printf("    attn / PyTorch images/s = %.2fx%s\n", infer_ratio,
               rounds > 1 ? " (median of the rounds' ratios; times are medians too)" : "");
-  std::cout << nlohmann::json({{"bench", swin ? "swin_train" : "vit_train"}, {"model", model_name}, {"attn_ms", ms}, {"torch_ms", torch_ms},
-                               {"attn_infer_ms", infer_ms}, {"attn_infer_chunk", chunk},
-                               {"torch_infer_ms", torch_infer_ms}, {"torch_infer_chunk", torch_chunk},
-                               {"torch_infer_ms_by_chunk", torch_by_chunk},
-                               {"train_speedup", train_ratio}, {"infer_speedup", infer_ratio},
-                               {"rounds", rounds_json}})
-                   .dump()
-            << std::endl;
+  j.update(nlohmann::json{{"attn_ms", ms}, {"torch_ms", torch_ms}, {"attn_infer_ms", infer_ms},
+                           {"attn_infer_chunk", chunk}, {"torch_infer_ms", torch_infer_ms},
+                           {"torch_infer_chunk", torch_chunk}, {"torch_infer_ms_by_chunk", torch_by_chunk},
+                           {"train_speedup", train_ratio}, {"infer_speedup", infer_ratio}, {"rounds", rounds_json}});
+  std::cout << j.dump() << std::endl;
 }

@@ -3,7 +3,17 @@ BertForPreTraining layout from tests/golden/gen/bert.py: 4 layers, 256 hidden, 4
 0.1, tied decoder), batch 32 x 128 tokens, 19 masked positions per sequence (labels -100 elsewhere), as
 transformers computes it: the MLM logits at every position, cross_entropy(ignore_index=-100) + the NSP
 cross-entropy, then AdamW (weight decay 0.01, not on biases and LayerNorms). Prints JSON on its last line:
-{"ms": median step time}."""
+{"ms": median step time}.
+
+--precision bf16: the forward and the losses under torch.autocast("cpu", dtype=torch.bfloat16) (the backward
+follows the forward's dtypes, AdamW stays f32). torch 1.13's CPU layer_norm refuses a bf16 input with f32
+weights ("expected scalar type BFloat16 but found Float"), which the MLM head's transform (LayerNorm of
+GELU(dense)) gives it under autocast; so under bf16 every LayerNorm's input is cast to f32 first (a forward
+pre-hook), as the residual sums the encoder's LayerNorms take are f32 already.
+
+    /usr/bin/python3 bench/peers/bert_train.py [--threads 2] [--steps 10] [--batch 32] [--seq 128]
+        [--precision f32|bf16]
+"""
 import peer_env  # noqa: F401  (before torch: OpenBLAS's kernels for this CPU, see peer_env.py)
 import argparse
 import json
@@ -33,11 +43,16 @@ def main():
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--seq", type=int, default=128)
+    p.add_argument("--precision", choices=["f32", "bf16"], default="f32")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     model = bert.build(MINI, "BertForPreTraining")
     model.train()
+    mixed = a.precision == "bf16"
+    if mixed:
+        for norm in (m for m in model.modules() if isinstance(m, torch.nn.LayerNorm)):
+            norm.register_forward_pre_hook(lambda m, inputs: tuple(t.float() for t in inputs))
     decay = [p for n, p in model.named_parameters() if p.ndim > 1]
     no_decay = [p for n, p in model.named_parameters() if p.ndim <= 1]
     opt = torch.optim.AdamW([{"params": no_decay, "weight_decay": 0.0}, {"params": decay, "weight_decay": 0.01}],
@@ -57,10 +72,11 @@ def main():
     ts = []
     for i in range(a.steps + 2):
         t0 = time.perf_counter()
-        out, _, _ = model(ids, types, mask)
-        logits = out["prediction_logits"]
-        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1), ignore_index=-100) + \
-            F.cross_entropy(out["seq_relationship_logits"], nsp)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=mixed):
+            out, _, _ = model(ids, types, mask)
+            logits = out["prediction_logits"]
+            loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1), ignore_index=-100) + \
+                F.cross_entropy(out["seq_relationship_logits"], nsp)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

@@ -1,5 +1,6 @@
 """PyTorch peer of bench/encoder_block_bench.cpp: one pre-norm ViT encoder block (D 768, 12 heads,
-MLP 3072, T 197, batch 8), f32, dropout 0, train mode. The block is timm 0.6's Block written with
+MLP 3072, T 197, batch 8), f32 or bf16 autocast (--precision bf16: every row under
+torch.autocast("cpu", dtype=torch.bfloat16)), dropout 0, train mode. The block is timm 0.6's Block written with
 torch.nn modules; its attention is timm 0.6's Attention by hand (packed qkv Linear, q k^T matmul,
 softmax, matmul, proj), since F.scaled_dot_product_attention does not exist in 1.13. Prints one
 JSON object on its last line: {"fwd_median": ms, "fwd_min": ms, "step_median": ..., "infer_min": ...}.
@@ -8,6 +9,7 @@ JSON object on its last line: {"fwd_median": ms, "fwd_min": ms, "step_median": .
 """
 import peer_env  # noqa: F401  (before torch: OpenBLAS's kernels for this CPU, see peer_env.py)
 import argparse
+import contextlib
 import json
 import time
 
@@ -61,6 +63,7 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--reps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--precision", choices=["f32", "bf16"], default="f32")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
@@ -84,11 +87,13 @@ def main():
             block(x)
 
     res = {}
-    block.train()
-    res["fwd_median"], res["fwd_min"] = timing(fwd, a.reps, a.warmup)
-    res["step_median"], res["step_min"] = timing(step, a.reps, a.warmup)
-    block.eval()
-    res["infer_median"], res["infer_min"] = timing(infer, a.reps, a.warmup)
+    mixed = torch.autocast("cpu", dtype=torch.bfloat16) if a.precision == "bf16" else contextlib.nullcontext()
+    with mixed:
+        block.train()
+        res["fwd_median"], res["fwd_min"] = timing(fwd, a.reps, a.warmup)
+        res["step_median"], res["step_min"] = timing(step, a.reps, a.warmup)
+        block.eval()
+        res["infer_median"], res["infer_min"] = timing(infer, a.reps, a.warmup)
     print(json.dumps(res))
 
 

@@ -2,7 +2,10 @@
 bench/vit_train_bench.cpp: the training step (batch 128, AdamW lr 1e-3 with weight decay 0.05 on the
 matrices but not on norms, biases, tokens, position embeddings or relative-position tables, label
 smoothing 0.1) on an in-memory batch, and inference (eval mode, no grad) at batch 256, whole and in
-slices. Prints one JSON line: ms (median step), infer_ms (best slicing), infer_chunk, infer_ms_by_chunk."""
+slices. --precision bf16: the training step's forward and loss under torch.autocast("cpu",
+dtype=torch.bfloat16) (the backward follows the forward's dtypes, the optimizer's step stays f32);
+inference stays f32. Prints one JSON line: ms (median step), infer_ms (best slicing), infer_chunk,
+infer_ms_by_chunk."""
 import argparse
 import json
 import time
@@ -26,6 +29,8 @@ def parse_args(models, default):
     p.add_argument("--model", choices=sorted(models), default=default)
     p.add_argument("--infer-chunks", default="0",
                    help="comma-separated slice sizes to time the inference batch in (0: whole); infer_ms is the best")
+    p.add_argument("--precision", choices=["f32", "bf16"], default="f32",
+                   help="bf16: the training step's forward and loss under CPU bf16 autocast")
     return p.parse_args()
 
 
@@ -41,10 +46,12 @@ def run(model, a):
     opt = optimizer(model)
     x = torch.randn(128, 1, 28, 28)
     y = torch.randint(0, 10, (128,))
+    mixed = a.precision == "bf16"
     ts = []
     for i in range(a.steps + 2):
         t0 = time.perf_counter()
-        loss = F.cross_entropy(model(x), y, label_smoothing=0.1)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=mixed):
+            loss = F.cross_entropy(model(x), y, label_smoothing=0.1)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

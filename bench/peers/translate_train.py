@@ -5,6 +5,12 @@ way, then greedy-decodes the test sources and writes the generated ids for the C
 score with attn's BLEU.
 
   OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 bench/peers/translate_train.py --work DIR --threads 2
+      [--log-every 100] [--precision f32|bf16]
+
+--precision bf16: each training step's forward and loss under torch.autocast("cpu", dtype=torch.bfloat16)
+(the backward follows the forward's dtypes; Adam stays f32); greedy decoding stays f32. nn.Transformer's
+LayerNorms take f32 residual sums under autocast (post-norm and pre-norm alike), so torch 1.13's CPU
+layer_norm, which refuses a bf16 input with f32 weights, needs no cast to f32 here.
 
 Inputs: DIR/batches.safetensors (written by the bench):
   shapes (N, 3) i32 = (B, S, T) per step; src / tgt_in / tgt_out: the steps' (B, S) / (B, T) / (B, T) id
@@ -145,6 +151,8 @@ def main():
     p.add_argument("--work", required=True)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--log-every", type=int, default=100)
+    p.add_argument("--precision", choices=["f32", "bf16"], default="f32",
+                   help="bf16: the training steps' forward and loss under CPU bf16 autocast")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     t_all = time.perf_counter()
@@ -156,6 +164,7 @@ def main():
     model.train()
     opt = torch.optim.Adam(model.parameters(), lr=0.0, betas=(0.9, c["beta2"]), eps=1e-9)
     E, warm, scale = mc["d_model"], max(1, c["warmup_steps"]), c["lr"]
+    mixed = a.precision == "bf16"
 
     def lr_at(step):   # the paper's inverse square root, step counted from 1
         return scale * E ** -0.5 * min(step ** -0.5, step * warm ** -1.5)
@@ -174,9 +183,10 @@ def main():
         t0 = time.perf_counter()
         for g in opt.param_groups:
             g["lr"] = lr_at(i + 1)
-        logits = model(src, src_pad, tgt_in)
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1), ignore_index=PAD,
-                               label_smoothing=c["label_smoothing"])
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=mixed):
+            logits = model(src, src_pad, tgt_in)
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1), ignore_index=PAD,
+                                   label_smoothing=c["label_smoothing"])
         lv = loss.item()
         loss.backward()
         opt.step()
@@ -215,7 +225,7 @@ def main():
         "final_loss": losses[-1] if losses else None,
         "mean_loss_last_100": float(np.mean(losses[-100:])) if losses else None,
         "losses": losses, "decode_seconds": dec_secs, "threads": torch.get_num_threads(),
-        "wall_seconds": time.perf_counter() - t_all, "torch": torch.__version__}))
+        "wall_seconds": time.perf_counter() - t_all, "torch": torch.__version__, "precision": a.precision}))
 
 
 if __name__ == "__main__":

@@ -79,7 +79,8 @@ void add_common_train_flags(CLI::App* c, TrainFlags& f) {
               "(as PyTorch's SyncBatchNorm); default: each rank's own");
   c->add_option_function<std::string>(
        "--precision", [&cfg](const std::string& s) { cfg.precision = train::parse_precision(s); },
-       "f32 (bf16 mixed precision is not available yet)")
+       "f32 | bf16: mixed precision, the GEMMs in bf16 with f32 weights, optimizer state and reductions "
+       "(needs a CPU with a native bf16 matmul)")
       ->check(CLI::IsMember({"f32", "bf16"}));
   c->add_option("--seed", cfg.seed)->capture_default_str();
   c->add_option("--threads", f.threads, "threads (default: ATTN_NUM_THREADS or all cores)");

@@ -1,11 +1,14 @@
 // The backward engine: topological order over the tape, gradient accumulation, retain_grad.
 // It calls Node::backward and nothing op-specific.
+#include <mutex>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "attn/autograd/grad_mode.h"
 #include "attn/autograd/hooks.h"
 #include "attn/autograd/node.h"
+#include "attn/core/profile.h"
 #include "attn/ops/elementwise.h"
 
 namespace attn {
@@ -13,6 +16,9 @@ namespace attn {
 static thread_local bool g_grad_enabled = true;
 bool grad_enabled() { return g_grad_enabled; }
 void set_grad_enabled(bool on) { g_grad_enabled = on; }
+static thread_local bool g_autocast_bf16 = false;
+bool autocast_bf16() { return g_autocast_bf16; }
+void set_autocast_bf16(bool on) { g_autocast_bf16 = on; }
 
 namespace autograd {
 
@@ -116,6 +122,17 @@ static void accumulate_leaf(TensorImpl& leaf, const Tensor& g) {
   accumulate(leaf.grad, gg, true);
 }
 
+// "<node name> (backward)", a stable literal for the per-op profile (attn/core/profile.h); asked for only
+// while a profile records.
+static const char* backward_label(const char* name) {
+  static std::mutex mu;
+  static std::unordered_map<const char*, std::string> labels;
+  std::lock_guard<std::mutex> lk(mu);
+  auto [it, fresh] = labels.try_emplace(name);
+  if (fresh) it->second = std::string(name) + " (backward)";
+  return it->second.c_str();
+}
+
 // One node of the pass: its gradient (if any reached it) through its backward into its inputs'.
 static void backward_node(Node* n, std::unordered_map<Node*, Slot>& grads, bool retain_graph) {
   auto gi = grads.find(n);
@@ -130,7 +147,11 @@ static void backward_node(Node* n, std::unordered_map<Node*, Slot>& grads, bool 
     if (!retain_graph) n->release();
     return;
   }
-  std::vector<Tensor> din = n->backward(dout);
+  std::vector<Tensor> din;
+  {
+    const profile::Scope scope(profile::recording() ? backward_label(n->name()) : "backward");
+    din = n->backward(dout);
+  }
   ATTN_CHECK(din.size() == n->next.size(), "backward: node '", n->name(), "' returned ", din.size(),
              " gradients for ", n->next.size(), " inputs");
   for (size_t k = 0; k < din.size(); ++k) {

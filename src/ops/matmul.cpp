@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <optional>
 
 #include "attn/autograd/grad_mode.h"
 #include "attn/autograd/node.h"
@@ -91,6 +92,14 @@ void detail::record_attention_gemms(int64_t bh, int64_t tq, int64_t tk, int64_t 
   detail_record_gemm({bh, tq, tk, hs, dtype, Tensor(), false});   // P V
 }
 
+void detail::record_attention_backward_gemms(int64_t bh, int64_t tq, int64_t tk, int64_t hs) {
+  if (!g_recorder || bh <= 0 || tq <= 0 || tk <= 0) return;
+  detail_record_gemm({bh, tq, hs, tk, DType::f32, Tensor(), false});   // dP = dO Vᵀ
+  detail_record_gemm({bh, tk, tq, hs, DType::f32, Tensor(), false});   // dV = Pᵀ dO
+  detail_record_gemm({bh, tq, tk, hs, DType::f32, Tensor(), false});   // dQ = dS K
+  detail_record_gemm({bh, tk, tq, hs, DType::f32, Tensor(), false});   // dK = dSᵀ Q
+}
+
 GemmRecorder::GemmRecorder() {
   ATTN_CHECK(!g_recorder, "GemmRecorder: one at a time on a thread");
   g_recorder = this;
@@ -98,8 +107,15 @@ GemmRecorder::GemmRecorder() {
 GemmRecorder::~GemmRecorder() { g_recorder = nullptr; }
 
 namespace {
-// Computes a @ b for a (..., M, K) and b (..., K, N) (both at least 2-d), no autograd.
-Tensor matmul_forward(const Tensor& a, const Tensor& b) {
+// Whether autocast (autograd/grad_mode.h) runs a product of these f32 operands in bf16.
+bool autocast_applies(const Tensor& a, const Tensor& b) {
+  return autocast_bf16() && a.dtype() == DType::f32 && b.dtype() == DType::f32 && !b.is_gemm_packed() &&
+         bf16_gemm_mode() == Bf16Gemm::native;
+}
+
+// Computes a @ b for a (..., M, K) and b (..., K, N) (both at least 2-d), no autograd; the result in
+// c_dtype (f32 for bf16 operands under autocast), a's dtype by default.
+Tensor matmul_forward(const Tensor& a, const Tensor& b, std::optional<DType> c_dtype = std::nullopt) {
   const int64_t M = a.shape()[a.dim() - 2], K = a.shape()[a.dim() - 1];
   const int64_t K2 = b.shape()[b.dim() - 2], N = b.shape()[b.dim() - 1];
   ATTN_CHECK(K == K2, "matmul: inner dims differ: ", a.shape(), " @ ", b.shape(), " (", K, " vs ", K2, ")");
@@ -112,7 +128,7 @@ Tensor matmul_forward(const Tensor& a, const Tensor& b) {
   Shape out_shape = batch;
   out_shape.push_back(M);
   out_shape.push_back(N);
-  Tensor c = Tensor::empty(out_shape, a.dtype());
+  Tensor c = Tensor::empty(out_shape, c_dtype.value_or(a.dtype()));
   if (g_recorder)
     detail_record_gemm(
         {shape_numel(bb) == 1 ? 1 : B, shape_numel(bb) == 1 ? B * M : M, K, N, a.dtype(), Tensor(), false});
@@ -135,12 +151,16 @@ Tensor matmul_forward(const Tensor& a, const Tensor& b) {
 }
 
 struct MatmulNode : autograd::Node {
-  Tensor a, b;   // as seen by matmul_forward (at least 2-d)
+  Tensor a, b;   // as seen by matmul_forward (at least 2-d); bf16 copies under autocast
+  bool bf16 = false;
   const char* name() const override { return "matmul"; }
-  std::vector<Tensor> backward(const Tensor& dout) override {
+  std::vector<Tensor> backward(const Tensor& dout_in) override {
+    // Under autocast the incoming gradient is rounded to bf16 too, the products summed in f32.
+    const Tensor dout = bf16 ? dout_in.to(DType::bf16) : dout_in;
+    const std::optional<DType> c_dt = bf16 ? std::optional<DType>(DType::f32) : std::nullopt;
     Tensor da, db;
-    if (next[0].fn || next[0].leaf) da = sum_to(matmul_forward(dout, b.transpose(-1, -2)), a.shape());
-    if (next[1].fn || next[1].leaf) db = sum_to(matmul_forward(a.transpose(-1, -2), dout), b.shape());
+    if (next[0].fn || next[0].leaf) da = sum_to(matmul_forward(dout, b.transpose(-1, -2), c_dt), a.shape());
+    if (next[1].fn || next[1].leaf) db = sum_to(matmul_forward(a.transpose(-1, -2), dout, c_dt), b.shape());
     return {da, db};
   }
   void release() override { a = Tensor(); b = Tensor(); }
@@ -155,10 +175,12 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   const bool va = a_in.dim() == 1, vb = b_in.dim() == 1;
   Tensor a = va ? a_in.unsqueeze(0) : a_in;
   Tensor b = vb ? b_in.unsqueeze(-1) : b_in;
-  Tensor out = matmul_forward(a.detach(), b.detach());
+  const bool bf16 = autocast_applies(a, b);
+  const Tensor ad = bf16 ? a.detach().to(DType::bf16) : a.detach(), bd = bf16 ? b.detach().to(DType::bf16) : b.detach();
+  Tensor out = matmul_forward(ad, bd, bf16 ? std::optional<DType>(DType::f32) : std::nullopt);
   if (autograd::needs_grad({a, b})) {
     auto n = std::make_shared<MatmulNode>();
-    n->a = a.detach(); n->b = b.detach();
+    n->a = ad; n->b = bd; n->bf16 = bf16;
     autograd::attach(out, n, {a, b});
   }
   if (va) out = out.squeeze(-2);
@@ -168,16 +190,20 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
 
 namespace {
 struct LinearNode : autograd::Node {
-  Tensor x2, w;   // x as (M, K), w (N, K)
+  Tensor x2, w;   // x as (M, K), w (N, K); bf16 copies under autocast
   Shape x_shape;
   bool has_bias;
+  bool bf16 = false;
   const char* name() const override { return "linear"; }
   std::vector<Tensor> backward(const Tensor& dout) override {
     const int64_t N = w.shape()[0];
     Tensor dy = dout.reshape({-1, N});
+    // Under autocast the products take dy rounded to bf16 and sum in f32; the bias gradient is dy's f32 sum.
+    const Tensor dy_g = bf16 ? dy.to(DType::bf16) : dy;
+    const std::optional<DType> c_dt = bf16 ? std::optional<DType>(DType::f32) : std::nullopt;
     Tensor dx, dw, db;
-    if (next[0].fn || next[0].leaf) dx = matmul_forward(dy, w).reshape(x_shape);   // (M,N)(N,K)
-    if (next[1].fn || next[1].leaf) dw = matmul_forward(dy.transpose(0, 1), x2);   // (N,M)(M,K)
+    if (next[0].fn || next[0].leaf) dx = matmul_forward(dy_g, w, c_dt).reshape(x_shape);   // (M,N)(N,K)
+    if (next[1].fn || next[1].leaf) dw = matmul_forward(dy_g.transpose(0, 1), x2, c_dt);   // (N,M)(M,K)
     if (has_bias && (next[2].fn || next[2].leaf)) db = sum(dy, {0});
     if (has_bias) return {dx, dw, db};
     return {dx, dw};
@@ -325,13 +351,20 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   if (bias.defined())
     ATTN_CHECK(bias.dim() == 1 && bias.shape()[0] == N, "linear: expected bias of shape [", N,
                "], got ", bias.shape());
-  record_linear(x, w, bias.defined());
+  // Autocast: both operands rounded to bf16 (saved so for the backward), the result f32.
+  const bool bf16 = autocast_applies(x, w);
+  if (!bf16) record_linear(x, w, bias.defined());
   if (w.dtype() == DType::i8) return detail::linear_int8(x, w, bias);
   if (w.is_gemm_packed()) return linear_packed_weight(x, w, bias);
   if (w.dtype() == DType::bf16 && x.dtype() == DType::f32) return linear_bf16_weight(x, w, bias);
   ATTN_CHECK(x.dtype() == w.dtype(), "linear: input is ", dtype_name(x.dtype()), ", weight is ",
              dtype_name(w.dtype()));
   Tensor x2 = x.detach().reshape({-1, K});
+  const Tensor wd = bf16 ? w.detach().to(DType::bf16) : w.detach();
+  if (bf16) {
+    x2 = x2.to(DType::bf16);
+    record_linear(x, wd, bias.defined());
+  }
   Shape os = x.shape();
   os.back() = N;
   Tensor out = Tensor::empty(os, x.dtype());
@@ -339,12 +372,12 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   Tensor b_c = bias.defined() ? bias.detach().contiguous() : Tensor();
   if (bias.defined() && b_c.dtype() != x.dtype() && !kernels::gemm_onednn_supports(x.dtype()))
     b_c = b_c.to(x.dtype());
-  gemm(x2, w.detach().transpose(0, 1), b_c, c2);
+  gemm(x2, wd.transpose(0, 1), b_c, c2);
   std::vector<Tensor> ins{x, w};
   if (bias.defined()) ins.push_back(bias);
   if (autograd::needs_grad(ins)) {
     auto n = std::make_shared<LinearNode>();
-    n->x2 = x2; n->w = w.detach(); n->x_shape = x.shape(); n->has_bias = bias.defined();
+    n->x2 = x2; n->w = wd; n->x_shape = x.shape(); n->has_bias = bias.defined(); n->bf16 = bf16;
     autograd::attach(out, n, ins);
   }
   return out;

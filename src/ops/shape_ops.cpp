@@ -390,6 +390,15 @@ void copy_from(Tensor& dst, const Tensor& src) {
                                 if constexpr (std::is_same_v<S, D>) {
                                   if (n >= 16) std::memcpy(d, s, size_t(n) * sizeof(S));
                                   else for (int64_t i = 0; i < n; ++i) d[i] = s[i];   // short rows: no call
+                                } else if constexpr (std::is_same_v<S, float> && std::is_same_v<D, bf16>) {
+                                  // (the heads of a packed projection rounded for a bf16 GEMM)
+                                  const void* sv = s;
+                                  kernels::convert_kernels().f32_to_bf16(static_cast<const float*>(sv),
+                                                                         reinterpret_cast<uint16_t*>(d), n);
+                                } else if constexpr (std::is_same_v<S, bf16> && std::is_same_v<D, float>) {
+                                  void* dv = d;
+                                  kernels::convert_kernels().bf16_to_f32(reinterpret_cast<const uint16_t*>(s),
+                                                                         static_cast<float*>(dv), n);
                                 } else for (int64_t i = 0; i < n; ++i) d[i] = convert<D>(s[i]);
                               } else if (st[0] == 1) {
                                 for (int64_t i = 0; i < n; ++i) d[i] = convert<D>(s[i * st[1]]);

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "attn/autograd/grad_mode.h"
+#include "attn/core/profile.h"
 #include "attn/nn/module.h"
 
 namespace attn::optim {
@@ -67,6 +68,7 @@ Optimizer::Optimizer(std::vector<ParamGroup> groups, double lr, double weight_de
 }
 
 void Optimizer::step() {
+  ATTN_PROFILE("optimizer step");
   NoGradGuard ng;
   size_t idx = 0;
   for (const ParamGroup& pg : groups_) {

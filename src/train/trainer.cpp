@@ -16,6 +16,7 @@
 #include "attn/io/safetensors.h"
 #include "attn/ops/batch_norm.h"
 #include "attn/ops/elementwise.h"
+#include "attn/ops/matmul.h"
 #include "attn/optim/adam.h"
 #include "attn/optim/clip.h"
 #include "attn/optim/schedule.h"
@@ -145,6 +146,7 @@ std::vector<Task::Setting> common_settings(const TrainConfig& c, int64_t epochs,
   s.push_back({"--ema-decay", c.ema_decay, false});
   if (c.grad_accum != 1) s.push_back({"--grad-accum", c.grad_accum, true});
   if (c.sync_batch_norm) s.push_back({"--sync-bn", true, false});
+  if (c.precision != Precision::f32) s.push_back({"--precision", "bf16", false});
   return s;
 }
 
@@ -293,7 +295,8 @@ nlohmann::json parallel_fingerprint(const TrainConfig& c) {
           {"lr", opt(c.lr)}, {"min_lr", opt(c.min_lr)}, {"weight_decay", opt(c.weight_decay)}, {"beta2", opt(c.beta2)},
           {"eps", opt(c.eps)}, {"warmup_epochs", opt(c.warmup_epochs)}, {"warmup_steps", opt(c.warmup_steps)},
           {"schedule", opt(c.schedule)}, {"clip_grad", c.clip_grad}, {"label_smoothing", c.label_smoothing},
-          {"ema_decay", c.ema_decay}, {"grad_accum", c.grad_accum}, {"sync_bn", c.sync_batch_norm}, {"seed", c.seed}, {"out", opt(c.out)},
+          {"ema_decay", c.ema_decay}, {"grad_accum", c.grad_accum}, {"sync_bn", c.sync_batch_norm},
+          {"precision", c.precision == Precision::bf16 ? "bf16" : "f32"}, {"seed", c.seed}, {"out", opt(c.out)},
           {"checkpoint_every", c.checkpoint_every}, {"eval_every", c.eval_every}, {"resume", c.resume},
           {"limit_train", c.limit_train}, {"stop_after", c.stop_after},
           {"image", {{"data_dir", c.image.data_dir}, {"batch", c.image.batch}, {"limit_eval", c.image.limit_eval},
@@ -371,8 +374,9 @@ void Run::setup_parallel() {
 
 void Run::setup() {
   ATTN_CHECK(cfg_.grad_accum >= 1, "train: expected --grad-accum >= 1, got ", cfg_.grad_accum);
-  ATTN_CHECK(cfg_.precision == Precision::f32, "train: bf16 mixed-precision training is not available yet; "
-             "use --precision f32 (bf16 runs inference only: attn predict/bench --dtype bf16)");
+  ATTN_CHECK(cfg_.precision == Precision::f32 || bf16_gemm_native_available(),
+             "train: --precision bf16 needs a CPU with a native bf16 matmul (AVX512-BF16 or AMX), and this one has "
+             "none: emulated bf16 GEMMs would train slower than f32. Use --precision f32");
   ATTN_CHECK(cfg_.ema_decay >= 0 && cfg_.ema_decay < 1, "train: expected --ema-decay in [0, 1), got ", cfg_.ema_decay);
   dist::Communicator& comm = dist::world();
   shard_ = Shard{comm.rank(), comm.size(), comm.size() > 1 ? &comm : nullptr};
@@ -527,6 +531,8 @@ void Run::train_step() {
   double step_loss = 0;
   int64_t step_items = 0;
   for (int64_t k = 0; k < accum; ++k) {
+    // bf16 mixed precision: the forward's and backward's GEMMs in bf16 (autograd/grad_mode.h).
+    const AutocastBf16Guard mixed(cfg_.precision == Precision::bf16);
     StepOutput out = task_->step(step_ * accum + k);
     double lv = out.loss.item();
     if (shard_.world > 1) {
@@ -637,6 +643,7 @@ TrainResult Run::run() {
   m["seconds"] = run_seconds();
   if (cfg_.ema_decay > 0) m["ema_decay"] = cfg_.ema_decay;
   if (cfg_.grad_accum > 1) m["grad_accum"] = cfg_.grad_accum;
+  m["precision"] = cfg_.precision == Precision::bf16 ? "bf16" : "f32";
   m["world_size"] = shard_.world;
   if (shard_.world > 1) {
     m.update(parallel_fields());

@@ -150,6 +150,20 @@ TEST(Tensor, Bf16ConversionOfEveryKindOfFloatEqualsTheScalarDefinition) {
       }
       EXPECT_EQ(wrong_back, 0);
     }
+    // A strided view whose rows are contiguous (the heads of a packed projection: rows of 32 of every 96)
+    // and a transposed one: the same bits as the contiguous conversion of the same values, both ways.
+    const Tensor rows = ft.slice(0, 0, 600000).view({1000, 2, 3, 100}).permute({1, 0, 2, 3}).select(2, 1);
+    const Tensor cols = ft.slice(0, 0, 600000).view({600, 1000}).transpose(0, 1);
+    auto raw = [](const Tensor& t) {   // the bytes of a contiguous tensor (NaNs compare by their bits)
+      const auto* p = static_cast<const uint8_t*>(t.raw_data());
+      return std::vector<uint8_t>(p, p + t.numel() * int64_t(dtype_size(t.dtype())));
+    };
+    for (const Tensor& view : {rows, cols}) {
+      const Tensor b = view.to(DType::bf16);
+      EXPECT_EQ(raw(b), raw(view.contiguous().to(DType::bf16)));
+      const Tensor bt = b.transpose(0, 1);
+      EXPECT_EQ(raw(bt.to(DType::f32)), raw(bt.contiguous().to(DType::f32)));
+    }
   }
 }
 
