@@ -116,11 +116,15 @@ Tensor VitBlock::forward(const Tensor& x_in) const {
 }
 
 std::pair<Tensor, Tensor> VitBlock::forward_fused(const Tensor& x, const Tensor& pending) const {
-  // A bf16 model in inference: the norms write their results in bf16 for the packed bf16 Linears that read
-  // them (qkv, fc1), which would round them so anyway (ops/matmul.h: linear_reads_bf16).
+  // A bf16 model in inference, or training under bf16 autocast: the norms write their results in bf16 for
+  // the Linears that read them (qkv, fc1), which would round them so anyway (ops/matmul.h:
+  // linear_reads_bf16, linear_autocasts).
   const bool infer = !grad_enabled() && !is_training() && x.dtype() == DType::f32;
-  const DType h_dt = infer && linear_reads_bf16(attn->qkv->weight) ? DType::bf16 : DType::f32;
-  const DType h2_dt = infer && linear_reads_bf16(mlp->fc1->weight) ? DType::bf16 : DType::f32;
+  auto reads_bf16 = [&](const Tensor& w) {
+    return x.dtype() == DType::f32 && ((infer && linear_reads_bf16(w)) || linear_autocasts(w));
+  };
+  const DType h_dt = reads_bf16(attn->qkv->weight) ? DType::bf16 : DType::f32;
+  const DType h2_dt = reads_bf16(mlp->fc1->weight) ? DType::bf16 : DType::f32;
   Tensor s = x, h;
   if (pending.defined())
     std::tie(s, h) = add_layer_norm(x, pending, norm1->weight, norm1->bias, norm1->options().eps, h_dt);

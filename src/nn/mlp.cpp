@@ -45,7 +45,7 @@ Tensor MLP::forward(const Tensor& x) const {
   // computes fc1's bias gradient in the same pass as the GELU gradient (one read of the hidden gradient
   // fewer). Same values: the GEMM's f32 result plus the bias, then GELU, in both forms.
   // (A bf16 x: a bf16 layer norm's result for a packed bf16 fc1, linear_reads_bf16; its bias stays f32.)
-  const bool bf16_x = x.dtype() == DType::bf16 && linear_reads_bf16(fc1->weight);
+  const bool bf16_x = x.dtype() == DType::bf16 && (linear_reads_bf16(fc1->weight) || linear_autocasts(fc1->weight));
   const DType xdt = bf16_x ? DType::f32 : x.dtype();
   const bool fused = opt_.act != Activation::relu && fc1->bias.defined() &&
                      (xdt == DType::f32 || xdt == DType::f64) &&
@@ -53,8 +53,11 @@ Tensor MLP::forward(const Tensor& x) const {
                       ((fc1->weight.dtype() == DType::bf16 || fc1->weight.dtype() == DType::i8) && xdt == DType::f32)) &&
                      fc1->bias.dtype() == xdt && x.dim() >= 1 && x.size(-1) == fc1->weight.size(1);
   // With a packed weight in inference, the GELU is the GEMM's epilogue (ops/fused.h), and its result
-  // bf16 when fc2 is a packed bf16 Linear too (fc2 would round it to bf16 first).
-  const DType hidden = fc2->weight.is_gemm_packed() && fc2->weight.dtype() == DType::bf16 ? DType::bf16 : DType::f32;
+  // bf16 when fc2 is a packed bf16 Linear too (fc2 would round it to bf16 first); so in training under bf16
+  // autocast, where fc2 rounds its input too (no dropout between them: dropout keeps f32).
+  const bool fc2_bf16 = (fc2->weight.is_gemm_packed() && fc2->weight.dtype() == DType::bf16) ||
+                        (linear_autocasts(fc2->weight) && !(drop1->is_training() && drop1->p() > 0));
+  const DType hidden = fc2_bf16 ? DType::bf16 : DType::f32;
   Tensor a = fused ? linear_bias_gelu(x, fc1->weight, fc1->bias,
                                       opt_.act == Activation::gelu_tanh ? GeluApprox::tanh : GeluApprox::none, hidden)
                    : activation(fc1->forward(x), opt_.act);

@@ -4,9 +4,12 @@
 #include "attn/core/profile.h"
 #include "attn/ops/fused.h"
 
+#include <vector>
+
 #include "attn/autograd/grad_mode.h"
 #include "attn/autograd/node.h"
 #include "attn/core/parallel.h"
+#include "../backend/cpu/convert_kernels.h"
 #include "../backend/cpu/vec_dispatch.h"
 #include "../backend/reference/norm_reference.h"
 
@@ -17,6 +20,30 @@ namespace {
 constexpr int64_t kGrainElems = 16384;
 
 int64_t row_grain(int64_t C) { return std::max<int64_t>(1, kGrainElems / std::max<int64_t>(C, 1)); }
+
+// f32 x contiguous (rows, C), bias contiguous (C) or undefined: y in bf16, each block of rows computed
+// in f32 into a scratch that stays in cache and rounded from there (the convert kernels' rounding).
+Tensor forward_bf16(const Tensor& x, const Tensor& bias, bool tanh) {
+  Tensor y = Tensor::empty(x.shape(), DType::bf16);
+  const int64_t numel = x.numel();
+  if (numel == 0) return y;
+  const int64_t C = x.dim() ? x.size(-1) : 1, rows = numel / C;
+  const float* px = x.data<float>();
+  const float* pb = bias.defined() ? bias.data<float>() : nullptr;
+  auto* py = static_cast<uint16_t*>(y.raw_data());
+  const auto& k = kernels::row_kernels();
+  const auto& cv = kernels::convert_kernels();
+  const int64_t block = row_grain(C);
+  parallel_for(0, rows, block, [&](int64_t r0, int64_t r1) {
+    std::vector<float> tmp(size_t(std::min(block, r1 - r0) * C));
+    for (int64_t r = r0; r < r1; r += block) {
+      const int64_t n = std::min(block, r1 - r);
+      k.gelu_fwd(px + r * C, pb, tmp.data(), n, C, tanh);
+      cv.f32_to_bf16(tmp.data(), py + r * C, n * C);
+    }
+  });
+  return y;
+}
 
 // x contiguous (rows, C); bias contiguous (C) or undefined.
 Tensor forward(const Tensor& x, const Tensor& bias, bool tanh) {
@@ -88,7 +115,7 @@ struct BiasGeluNode : autograd::Node {
 
 }  // namespace
 
-Tensor bias_gelu(const Tensor& x, const Tensor& bias, GeluApprox approx) {
+Tensor bias_gelu(const Tensor& x, const Tensor& bias, GeluApprox approx, DType result) {
   ATTN_PROFILE("bias_gelu");
   ATTN_CHECK(x.defined(), "bias_gelu: expected an input, got an undefined tensor");
   ATTN_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::f64, "bias_gelu: expected a f32 or f64 tensor, got ",
@@ -101,10 +128,13 @@ Tensor bias_gelu(const Tensor& x, const Tensor& bias, GeluApprox approx) {
     ATTN_CHECK(bias.dtype() == x.dtype(), "bias_gelu: expected bias of dtype ", dtype_name(x.dtype()), ", got ",
                dtype_name(bias.dtype()));
   }
+  ATTN_CHECK(result == DType::f32 || (result == DType::bf16 && x.dtype() == DType::f32),
+             "bias_gelu: expected an f32 result, or a bf16 one of an f32 input; got ", dtype_name(result), " of ",
+             dtype_name(x.dtype()));
   const bool tanh = approx == GeluApprox::tanh;
   const Tensor xc = x.detach().contiguous();
   const Tensor bc = bias.defined() ? bias.detach().contiguous() : Tensor();
-  Tensor y = forward(xc, bc, tanh);
+  Tensor y = result == DType::bf16 ? forward_bf16(xc, bc, tanh) : forward(xc, bc, tanh);
   if (autograd::needs_grad({x, bias})) {
     auto n = std::make_shared<BiasGeluNode>();
     n->x = xc;

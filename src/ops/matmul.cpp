@@ -351,13 +351,13 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   if (bias.defined())
     ATTN_CHECK(bias.dim() == 1 && bias.shape()[0] == N, "linear: expected bias of shape [", N,
                "], got ", bias.shape());
-  // Autocast: both operands rounded to bf16 (saved so for the backward), the result f32.
-  const bool bf16 = autocast_applies(x, w);
+  // Autocast: both operands rounded to bf16 (saved so for the backward; a bf16 x as it is), the result f32.
+  const bool bf16 = (x.dtype() == DType::f32 || x.dtype() == DType::bf16) && linear_autocasts(w);
   if (!bf16) record_linear(x, w, bias.defined());
   if (w.dtype() == DType::i8) return detail::linear_int8(x, w, bias);
   if (w.is_gemm_packed()) return linear_packed_weight(x, w, bias);
   if (w.dtype() == DType::bf16 && x.dtype() == DType::f32) return linear_bf16_weight(x, w, bias);
-  ATTN_CHECK(x.dtype() == w.dtype(), "linear: input is ", dtype_name(x.dtype()), ", weight is ",
+  ATTN_CHECK(x.dtype() == w.dtype() || bf16, "linear: input is ", dtype_name(x.dtype()), ", weight is ",
              dtype_name(w.dtype()));
   Tensor x2 = x.detach().reshape({-1, K});
   const Tensor wd = bf16 ? w.detach().to(DType::bf16) : w.detach();
@@ -367,7 +367,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   }
   Shape os = x.shape();
   os.back() = N;
-  Tensor out = Tensor::empty(os, x.dtype());
+  Tensor out = Tensor::empty(os, bf16 ? DType::f32 : x.dtype());
   Tensor c2 = out.view({x2.shape()[0], N});
   Tensor b_c = bias.defined() ? bias.detach().contiguous() : Tensor();
   if (bias.defined() && b_c.dtype() != x.dtype() && !kernels::gemm_onednn_supports(x.dtype()))
@@ -384,12 +384,17 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
 }
 
 Tensor linear_bias_gelu(const Tensor& x, const Tensor& w, const Tensor& bias, GeluApprox approx, DType result) {
-  if (!packed_for_inference(x, w, bias)) return bias_gelu(linear(x, w), bias, approx);
+  if (!packed_for_inference(x, w, bias)) return bias_gelu(linear(x, w), bias, approx, result);
   ATTN_PROFILE("linear");
   record_linear(x, w, bias.defined());
   return linear_packed_weight(x, w, bias, approx == GeluApprox::tanh ? kernels::GemmEpilogue::gelu_tanh
                                                                      : kernels::GemmEpilogue::gelu_erf,
                               /*bf16_out=*/result == DType::bf16);
+}
+
+bool linear_autocasts(const Tensor& w) {
+  return autocast_bf16() && w.defined() && w.dtype() == DType::f32 && !w.is_gemm_packed() &&
+         bf16_gemm_mode() == Bf16Gemm::native;
 }
 
 bool linear_reads_bf16(const Tensor& w) {

@@ -197,14 +197,15 @@ void attach_layer_norm(Tensor& y, const Tensor& input, const Tensor& saved_x, co
 }  // namespace
 
 namespace {
-// A bf16 result: of an f32 input, and for inference (no gradient flows through a rounded result).
+// A bf16 result: of an f32 input, for inference, or in training under bf16 autocast (for a Linear that
+// rounds its input to bf16 anyway: the gradient flows through as through the f32 result).
 bool bf16_result(const char* op, const Tensor& x, const std::vector<Tensor>& ins, DType result) {
   ATTN_CHECK(result == DType::f32 || result == DType::bf16, op, ": expected an f32 or bf16 result, got ",
              dtype_name(result));
   if (result == DType::f32) return false;
   ATTN_CHECK(x.dtype() == DType::f32, op, ": a bf16 result is of an f32 input, got ", dtype_name(x.dtype()));
-  ATTN_CHECK(!autograd::needs_grad(ins), op, ": a bf16 result is for inference, and no gradient flows through "
-             "it; run under NoGradGuard");
+  ATTN_CHECK(autocast_bf16() || !autograd::needs_grad(ins), op, ": a bf16 result is for inference or bf16 "
+             "autocast, and no gradient flows through it otherwise; run under NoGradGuard or AutocastBf16Guard");
   return true;
 }
 }  // namespace
@@ -219,7 +220,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   const Tensor xc = x.detach().contiguous();
   Tensor s, y, mean, rstd;
   ln_forward(xc, Tensor(), weight, bias, eps, s, y, mean, rstd, y_bf16);
-  if (!y_bf16) attach_layer_norm(y, x, xc, weight, bias, mean, rstd);
+  attach_layer_norm(y, x, xc, weight, bias, mean, rstd);
   return y;
 }
 
@@ -239,7 +240,7 @@ std::pair<Tensor, Tensor> add_layer_norm(const Tensor& x, const Tensor& residual
   Tensor s, y, mean, rstd;
   ln_forward(x.detach().contiguous(), residual.detach().contiguous(), weight, bias, eps, s, y, mean, rstd, y_bf16);
   if (autograd::needs_grad({x, residual})) autograd::attach(s, std::make_shared<ResidualAddNode>(), {x, residual});
-  if (!y_bf16) attach_layer_norm(y, s, s, weight, bias, mean, rstd);
+  attach_layer_norm(y, s, s, weight, bias, mean, rstd);
   return {s, y};
 }
 

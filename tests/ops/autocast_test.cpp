@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "attn/attn.h"
 #include "attn/autograd/grad_mode.h"
+#include "attn/models/vit.h"
 #include "attn/ops/matmul.h"
 #include "torch_ref.h"
 
@@ -153,4 +155,81 @@ TEST(Autocast, AttentionInTrainingRunsItsProductsInBf16) {
     EXPECT_LE(diff, 3e-2 * scale) << names[i];
     EXPECT_GT(diff, 1e-4 * scale) << names[i] << ": no bf16 rounding visible";
   }
+}
+
+// Under autocast the producers of a Linear's input may write it in bf16 (the bits the Linear would round
+// it to): bias_gelu and add_layer_norm with a bf16 result, gradients and all, equal the f32 forms exactly.
+TEST(Autocast, Bf16ResultsOfGeluAndLayerNormAreTheRoundedF32Ones) {
+  if (!bf16_gemm_native_available()) GTEST_SKIP() << "no native bf16 matmul on this CPU: autocast stays f32";
+  Generator g(45);
+  const Tensor x = randn({3, 37, 96}, g), r = randn({3, 37, 96}, g), b = randn({96}, g) * 0.1;
+  const Tensor w = randn({96}, g) * 0.2 + 1.0, lb = randn({96}, g) * 0.1, dy = randn({3, 37, 96}, g);
+  const Tensor fc = randn({40, 96}, g) * 0.1, dz = randn({3, 37, 40}, g);
+  auto raw = [](const Tensor& t) {
+    const Tensor c = t.contiguous();
+    const auto* p = static_cast<const uint8_t*>(c.raw_data());
+    return std::vector<uint8_t>(p, p + c.numel() * int64_t(dtype_size(c.dtype())));
+  };
+  // gelu(x + b), then a Linear under autocast: the bf16 result and the f32 one give the same bits.
+  for (GeluApprox approx : {GeluApprox::none, GeluApprox::tanh}) {
+    auto run = [&](DType result) {
+      const Tensor xl = x.clone().requires_grad_(), bl = b.clone().requires_grad_(), fl = fc.clone().requires_grad_();
+      const AutocastBf16Guard guard;
+      const Tensor h = bias_gelu(xl, bl, approx, result);
+      linear(h, fl).backward(dz);
+      return std::vector<Tensor>{h.to(DType::bf16), xl.grad(), bl.grad(), fl.grad()};
+    };
+    const auto a = run(DType::bf16), f = run(DType::f32);
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(raw(a[i]), raw(f[i])) << "bias_gelu, output " << i;
+  }
+  // add_layer_norm, likewise.
+  auto run = [&](DType result) {
+    const Tensor xl = x.clone().requires_grad_(), rl = r.clone().requires_grad_(), wl = w.clone().requires_grad_();
+    const Tensor bl = lb.clone().requires_grad_(), fl = fc.clone().requires_grad_();
+    const AutocastBf16Guard guard;
+    const auto [s, y] = add_layer_norm(xl, rl, wl, bl, 1e-6, result);
+    (sum(s * dy) + sum(linear(y, fl) * dz)).backward();
+    return std::vector<Tensor>{y.to(DType::bf16), s.detach(), xl.grad(), rl.grad(), wl.grad(), bl.grad(), fl.grad()};
+  };
+  const auto a = run(DType::bf16), f = run(DType::f32);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(raw(a[i]), raw(f[i])) << "add_layer_norm, output " << i;
+  // Outside autocast a bf16 result with a gradient wanted is still refused.
+  const Tensor xl = x.clone().requires_grad_();
+  EXPECT_THROW(add_layer_norm(xl, r, w, lb, 1e-6, DType::bf16), Error);
+}
+
+// A ViT block under autocast: its fused form (the norms writing bf16 for qkv and fc1) gives forward()'s
+// result and gradients bit for bit.
+TEST(Autocast, VitBlockFusedFormEqualsItsPlainFormBitForBit) {
+  if (!bf16_gemm_native_available()) GTEST_SKIP() << "no native bf16 matmul on this CPU: autocast stays f32";
+  manual_seed(3);
+  models::VitConfig c;
+  c.dim = 64;
+  c.heads = 4;
+  c.mlp_ratio = 4.0;
+  models::VitBlock block(c, 0.0);
+  block.train();
+  Generator g(46);
+  const Tensor x = randn({2, 17, 64}, g), dy = randn({2, 17, 64}, g);
+  auto run = [&](bool fused) {
+    const Tensor xl = x.clone().requires_grad_();
+    for (auto p : block.parameters()) p.zero_grad();
+    Tensor y;
+    {
+      const AutocastBf16Guard guard;
+      if (fused) {
+        const auto [s, m] = block.forward_fused(xl, Tensor());
+        y = s + m;
+      } else {
+        y = block.forward(xl);
+      }
+    }
+    y.backward(dy);
+    std::vector<Tensor> out{y.detach(), xl.grad()};
+    for (const auto& p : block.parameters()) out.push_back(p.grad().clone());
+    return out;
+  };
+  const auto a = run(true), b = run(false);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].to_vector<float>(), b[i].to_vector<float>()) << "tensor " << i;
 }

@@ -16,19 +16,23 @@
 namespace attn {
 
 // gelu(x + bias), bias (C) broadcast over the last dim; one pass forward and backward.
-// An undefined bias means none (plain gelu).
-Tensor bias_gelu(const Tensor& x, const Tensor& bias, GeluApprox approx = GeluApprox::none);
+// An undefined bias means none (plain gelu). result bf16 (an f32 x): the values rounded to bf16 as they
+// are written, for a next Linear that reads bf16 (linear_reads_bf16 in inference, linear_autocasts in
+// training; the gradient flows through as through the f32 result, the backward reads x).
+Tensor bias_gelu(const Tensor& x, const Tensor& bias, GeluApprox approx = GeluApprox::none,
+                 DType result = DType::f32);
 
 // gelu(x · wᵀ + bias), x (..., K), w (N, K), bias (N) or undefined. Where w is packed for inference
 // (nn::pack_linear_weights) and no gradient is wanted, one GEMM with the GELU as its epilogue (oneDNN's
 // GELU: the same function to f32 rounding), whose result is bf16 when `result` asks for it and w is
 // bf16 (the input of a next bf16 Linear, which rounds it so anyway); otherwise
-// bias_gelu(linear(x, w), bias, approx), f32.
+// bias_gelu(linear(x, w), bias, approx, result).
 Tensor linear_bias_gelu(const Tensor& x, const Tensor& w, const Tensor& bias, GeluApprox approx = GeluApprox::none,
                         DType result = DType::f32);
 
 // Fused residual add + layer norm: returns {s = x + residual, layer_norm(s)}; both differentiable. With
-// result bf16 (inference), layer_norm(s) comes rounded to bf16, as layer_norm's result does.
+// result bf16, layer_norm(s) comes rounded to bf16, as layer_norm's result does: in inference, or in
+// training under bf16 autocast (for a Linear that rounds its input so anyway, linear_autocasts).
 // x and residual have one shape (..., C); weight and bias as in layer_norm.
 std::pair<Tensor, Tensor> add_layer_norm(const Tensor& x, const Tensor& residual, const Tensor& weight,
                                          const Tensor& bias, double eps = 1e-5,

@@ -33,6 +33,10 @@ Tensor linear_bf16_out(const Tensor& x, const Tensor& w, const Tensor& bias = Te
 // True where linear(x, w) reads a bf16 x as it is (w a bf16 weight packed for oneDNN's native bf16
 // matmul), which it would otherwise round from f32 first: a producer may then write x in bf16.
 bool linear_reads_bf16(const Tensor& w);
+// True where linear(x, w) runs under bf16 autocast (autograd/grad_mode.h: on for this thread, w a plain
+// f32 weight, a native bf16 matmul): it rounds an f32 x to bf16 and takes a bf16 x as it is, so a
+// producer may write x in bf16 (the same bits), in training too.
+bool linear_autocasts(const Tensor& w);
 
 enum class Bf16Gemm { native, emulated };
 // What linear() with a bf16 weight runs: native when oneDNN has a bf16 matmul for this CPU, unless

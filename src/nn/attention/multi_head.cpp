@@ -69,8 +69,10 @@ MultiHeadResult SelfAttention::forward(const Tensor& x, const Tensor& mask, bool
   // bf16 and int8 weights (inference) take f32 activations.
   const DType wdt = qkv->weight.dtype();
   const DType xdt = wdt == DType::bf16 || wdt == DType::i8 ? DType::f32 : wdt;
-  // (and a bf16 x where the bf16 weight reads it as it is: a bf16 layer norm's result)
-  ATTN_CHECK(x.dtype() == xdt || (x.dtype() == DType::bf16 && linear_reads_bf16(qkv->weight)),
+  // (and a bf16 x where the projection reads it as it is: a bf16 layer norm's result, in inference with a
+  // bf16 weight or in training under bf16 autocast)
+  ATTN_CHECK(x.dtype() == xdt ||
+                 (x.dtype() == DType::bf16 && (linear_reads_bf16(qkv->weight) || linear_autocasts(qkv->weight))),
              "SelfAttention: expected x of dtype ", dtype_name(xdt), ", got ", dtype_name(x.dtype()));
   const int64_t B = x.size(0), T = x.size(1);
   if (mask.defined()) {
