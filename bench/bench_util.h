@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/ops/matmul.h"
+
 namespace attn::bench {
 
 // Wall time in milliseconds of `fn` over `reps` runs after `warmup` runs: the median and the fastest.
@@ -54,6 +56,17 @@ inline std::string last_line(const std::string& s) {
   if (end == std::string::npos) return "";
   size_t start = s.find_last_of('\n', end);
   return s.substr(start == std::string::npos ? 0 : start + 1, end - (start == std::string::npos ? 0 : start + 1) + 1);
+}
+
+// A training bench's --precision: false where it is neither f32 nor bf16 (the caller says so). bf16 on a
+// CPU without a native bf16 matmul becomes f32, with a line that says it is not measurable here.
+inline bool resolve_precision(std::string& precision) {
+  if (precision != "f32" && precision != "bf16") return false;
+  if (precision == "bf16" && !bf16_gemm_native_available()) {
+    std::printf("--precision bf16: not measurable here (this CPU has no native bf16 matmul); measuring f32\n");
+    precision = "f32";
+  }
+  return true;
 }
 
 // The median of the finite entries of v; NaN when there are none.

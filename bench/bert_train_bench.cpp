@@ -116,13 +116,9 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--breakdown")) breakdown = true;
     else if (!std::strcmp(argv[i], "--precision") && i + 1 < argc) precision = argv[++i];
   }
-  if (precision != "f32" && precision != "bf16") {
+  if (!bench::resolve_precision(precision)) {
     std::fprintf(stderr, "bert_train_bench: expected --precision f32 or bf16, got '%s'\n", precision.c_str());
     return 2;
-  }
-  if (precision == "bf16" && !bf16_gemm_native_available()) {
-    std::printf("--precision bf16: not measurable here (this CPU has no native bf16 matmul); measuring f32\n");
-    precision = "f32";
   }
   const bool bf16 = precision == "bf16";
   set_num_threads(threads);

@@ -71,13 +71,9 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (precision != "f32" && precision != "bf16") {
+  if (!bench::resolve_precision(precision)) {
     std::fprintf(stderr, "encoder_block_bench: expected --precision f32 or bf16, got %s\n", precision.c_str());
     return 2;
-  }
-  if (precision == "bf16" && !bf16_gemm_native_available()) {
-    std::printf("--precision bf16: not measurable here (this CPU has no native bf16 matmul); measuring f32\n");
-    precision = "f32";
   }
   const bool bf16 = precision == "bf16";
   const int64_t B = 8, T = 197, D = 768, NH = 12;

@@ -93,13 +93,9 @@ bool parse_options(int argc, char** argv, Options& o) {
                  o.model.c_str());
     return false;
   }
-  if (o.precision != "f32" && o.precision != "bf16") {
+  if (!bench::resolve_precision(o.precision)) {
     std::fprintf(stderr, "vit_train_bench: expected --precision f32 or bf16, got '%s'\n", o.precision.c_str());
     return false;
-  }
-  if (o.precision == "bf16" && !bf16_gemm_native_available()) {
-    std::printf("--precision bf16: not measurable here (this CPU has no native bf16 matmul); measuring f32\n");
-    o.precision = "f32";
   }
   return true;
 }

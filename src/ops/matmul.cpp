@@ -107,11 +107,9 @@ GemmRecorder::GemmRecorder() {
 GemmRecorder::~GemmRecorder() { g_recorder = nullptr; }
 
 namespace {
-// Whether autocast (autograd/grad_mode.h) runs a product of these f32 operands in bf16.
-bool autocast_applies(const Tensor& a, const Tensor& b) {
-  return autocast_bf16() && a.dtype() == DType::f32 && b.dtype() == DType::f32 && !b.is_gemm_packed() &&
-         bf16_gemm_mode() == Bf16Gemm::native;
-}
+// Whether autocast (autograd/grad_mode.h) runs a product of these f32 operands in bf16: linear's rule
+// (linear_autocasts) for b, an f32 a.
+bool autocast_applies(const Tensor& a, const Tensor& b) { return a.dtype() == DType::f32 && linear_autocasts(b); }
 
 // Computes a @ b for a (..., M, K) and b (..., K, N) (both at least 2-d), no autograd; the result in
 // c_dtype (f32 for bf16 operands under autocast), a's dtype by default.

@@ -43,6 +43,8 @@ Precision parse_precision(const std::string& s) {
   fail("train: expected precision f32 or bf16, got '", s, "'");
 }
 
+const char* precision_name(Precision p) { return p == Precision::bf16 ? "bf16" : "f32"; }
+
 // ---- data parallelism ----
 
 double Shard::share(double local) const {
@@ -146,7 +148,7 @@ std::vector<Task::Setting> common_settings(const TrainConfig& c, int64_t epochs,
   s.push_back({"--ema-decay", c.ema_decay, false});
   if (c.grad_accum != 1) s.push_back({"--grad-accum", c.grad_accum, true});
   if (c.sync_batch_norm) s.push_back({"--sync-bn", true, false});
-  if (c.precision != Precision::f32) s.push_back({"--precision", "bf16", false});
+  if (c.precision != Precision::f32) s.push_back({"--precision", precision_name(c.precision), false});
   return s;
 }
 
@@ -296,7 +298,7 @@ nlohmann::json parallel_fingerprint(const TrainConfig& c) {
           {"eps", opt(c.eps)}, {"warmup_epochs", opt(c.warmup_epochs)}, {"warmup_steps", opt(c.warmup_steps)},
           {"schedule", opt(c.schedule)}, {"clip_grad", c.clip_grad}, {"label_smoothing", c.label_smoothing},
           {"ema_decay", c.ema_decay}, {"grad_accum", c.grad_accum}, {"sync_bn", c.sync_batch_norm},
-          {"precision", c.precision == Precision::bf16 ? "bf16" : "f32"}, {"seed", c.seed}, {"out", opt(c.out)},
+          {"precision", precision_name(c.precision)}, {"seed", c.seed}, {"out", opt(c.out)},
           {"checkpoint_every", c.checkpoint_every}, {"eval_every", c.eval_every}, {"resume", c.resume},
           {"limit_train", c.limit_train}, {"stop_after", c.stop_after},
           {"image", {{"data_dir", c.image.data_dir}, {"batch", c.image.batch}, {"limit_eval", c.image.limit_eval},
@@ -643,7 +645,7 @@ TrainResult Run::run() {
   m["seconds"] = run_seconds();
   if (cfg_.ema_decay > 0) m["ema_decay"] = cfg_.ema_decay;
   if (cfg_.grad_accum > 1) m["grad_accum"] = cfg_.grad_accum;
-  m["precision"] = cfg_.precision == Precision::bf16 ? "bf16" : "f32";
+  m["precision"] = precision_name(cfg_.precision);
   m["world_size"] = shard_.world;
   if (shard_.world > 1) {
     m.update(parallel_fields());

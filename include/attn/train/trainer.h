@@ -113,6 +113,7 @@ struct PretrainTaskConfig {
 
 enum class Precision { f32, bf16 };
 Precision parse_precision(const std::string& s);   // "f32" | "bf16"
+const char* precision_name(Precision p);            // its inverse
 
 // One training config for every task. Settings left unset take the task's default (shown by
 // `attn train --help`): image classification trains 5 epochs of AdamW at 1e-3 with weight decay 0.05,
