@@ -335,8 +335,13 @@ def normalise(path, detail=False):
             # autocast and against attn's own f32 step of the same run
             case = f"{j['model']}, training step, bf16"
             q = j.get("train_speedup")
+            note, gemm = None, j.get("step_gemm_ms")
+            if q is not None and gemm is not None and j["torch_ms"] / 1.5 < gemm:
+                note = (f"1.5× PyTorch needs a step of at most {j['torch_ms'] / 1.5:.1f} ms, less than the "
+                        f"{gemm:.1f} ms that the step's bf16 GEMMs alone take on oneDNN in the same run "
+                        f"(attn's step is {j['attn_ms'] / gemm:.2f}× that): out of reach without a faster GEMM")
             rec("speed", b, f"{case}, vs PyTorch bf16 autocast", "ms", j["attn_ms"], j["torch_ms"],
-                ratio=None if q is None else round(q, 2))
+                ratio=None if q is None else round(q, 2), note=note)
             q = j.get("speedup_over_f32")
             rec("speed", b, f"{case}, vs attn f32", "ms", j["attn_ms"], None, ratio=None if q is None else round(q, 2))
             if j.get("attn_f32_ms") is not None:

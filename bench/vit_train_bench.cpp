@@ -23,6 +23,10 @@
 // bf16 step >= 1.5x PyTorch's bf16 autocast step and >= 1.6x attn's own f32 step. Inference stays f32.
 // It needs a CPU with a native bf16 matmul; elsewhere the program says so and measures f32 only.
 //
+// The training step's GEMMs alone (recorded from one step, then timed back to back on oneDNN, in the
+// step's precision; step_gemm_ms) are measured once after the rounds: the floor under any step that runs
+// these products on this CPU, and attn's step over it (step_overhead).
+//
 //   build/bench/vit_train_bench [--threads 2] [--steps 10] [--infer-reps 10] [--no-peer] [--model NAME]
 //                               [--rounds 1] [--precision f32|bf16]
 #include <algorithm>
@@ -38,6 +42,7 @@
 #include "attn/attn.h"
 #include "attn/models/vit.h"
 #include "attn/ops/loss.h"
+#include "attn/ops/matmul.h"
 #include "attn/optim/adam.h"
 #include "bench_util.h"
 
@@ -190,6 +195,22 @@ int main(int argc, char** argv) {
       std::printf("  round %d: training attn %.1f ms, PyTorch %.1f ms, %.2fx; inference attn %.1f ms, PyTorch %.1f ms, %.2fx\n",
                   r + 1, at, tt, tt / at, a, t, t / a);
   }
+  // The step's own GEMMs, timed alone: the floor under the step.
+  double gemm_ms = NAN;
+  if (steps > 0) {
+    model->train();
+    std::vector<GemmCall> calls;
+    {
+      GemmRecorder rec;
+      const AutocastBf16Guard mp(bf16);
+      Tensor loss = cross_entropy(model->forward(x), y, {.label_smoothing = 0.1});
+      loss.backward();
+      calls = rec.calls();
+    }
+    opt.zero_grad();
+    gemm_ms = 1e3 * time_gemm_calls(calls, 2.0);
+    model->eval();
+  }
   const double infer_ms = bench::median(attn_inf), torch_infer_ms = bench::median(torch_inf);
   const double infer_ratio = bench::median(ratios);
   const double ms = bench::median(attn_tr), torch_ms = bench::median(torch_tr);
@@ -203,6 +224,7 @@ int main(int argc, char** argv) {
               bf16 ? "; bf16 autocast" : "");
   std::printf("    attn / PyTorch images/s = %.2fx%s\n", train_ratio,
               rounds > 1 ? " (median of the rounds' ratios; times are medians too)" : "");
+  std::printf("    the step's GEMMs alone on oneDNN: %.1f ms; attn's step over them %.2fx\n", gemm_ms, ms / gemm_ms);
   nlohmann::json j{{"bench", swin ? "swin_train" : "vit_train"}, {"model", model_name}, {"precision", precision}};
   if (bf16)
     bench::report_bf16(j, B, "img", bench::median(attn_f32_tr), bench::median(f32_ratios), train_ratio, rounds > 1);
@@ -219,5 +241,9 @@ int main(int argc, char** argv) {
                            {"attn_infer_chunk", chunk}, {"torch_infer_ms", torch_infer_ms},
                            {"torch_infer_chunk", torch_chunk}, {"torch_infer_ms_by_chunk", torch_by_chunk},
                            {"train_speedup", train_ratio}, {"infer_speedup", infer_ratio}, {"rounds", rounds_json}});
+  if (std::isfinite(gemm_ms)) {
+    j["step_gemm_ms"] = gemm_ms;
+    j["step_overhead"] = ms / gemm_ms;
+  }
   std::cout << j.dump() << std::endl;
 }

@@ -21,6 +21,7 @@ void add_embed(CLI::App& app);
 void add_classify_text(CLI::App& app);   // classify_text.cpp
 void add_tag(CLI::App& app);             // tag.cpp
 void add_quantize(CLI::App& app);        // quantize.cpp
+void add_experiment(CLI::App& app);      // experiment.cpp
 
 
 // Applies --threads (0 = ATTN_NUM_THREADS or all cores).

@@ -10,6 +10,7 @@
 //   attn embed bert.safetensors --pooling mean < sentences.txt
 //   attn classify-text runs/lex/checkpoint.safetensors "a small domesticated carnivore"
 //   attn tag runs/sst/checkpoint.safetensors "The dogs barked at the mailman"
+//   attn experiment qk-sharing --budget quick      # a published claim about attention, tested over 3 seeds
 #include <unistd.h>
 
 #include <cstdio>
@@ -64,6 +65,7 @@ int main(int argc, char** argv) {
   attn::cli::add_embed(app);
   attn::cli::add_classify_text(app);
   attn::cli::add_tag(app);
+  attn::cli::add_experiment(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

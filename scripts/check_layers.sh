@@ -15,7 +15,8 @@
 #   5  models           src/models (incl. pretrained), include/attn/models
 #   6  infer + viz      src/infer, src/viz (viz may use infer)
 #   7  train            src/train (trainer, tasks, distillation, EMA, training checkpoints)
-#   8  cli              cli/
+#   8  experiment       src/experiment (the notes' claims as experiments on the trainer)
+#   9  cli              cli/
 # The one documented exception: the autograd engine accumulates gradients with attn::add
 # (src/autograd/engine.cpp includes attn/ops/elementwise.h).
 set -euo pipefail
@@ -44,8 +45,9 @@ rank() {   # -> RANK
     models) RANK=5 ;;
     infer | viz) RANK=6 ;;
     train) RANK=7 ;;
-    cli) RANK=8 ;;
-    *) RANK=9 ;;
+    experiment) RANK=8 ;;
+    cli) RANK=9 ;;
+    *) RANK=10 ;;
   esac
 }
 

@@ -117,3 +117,4 @@
 #include "attn/text/tokenizer.h"
 #include "attn/text/unicode.h"
 #include "attn/text/utf8.h"
+#include "attn/experiment/experiment.h"

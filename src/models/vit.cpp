@@ -39,12 +39,17 @@ VitConfig vit_config_from_json(const nlohmann::json& j) {
   c.drop = r.get<double>("drop", Range::probability);
   c.attn_drop = r.get<double>("attn_drop", Range::probability);
   c.drop_path = r.get<double>("drop_path", Range::probability);
-  c.pos_embed = r.one_of("pos_embed", {"learned", "learned2d", "sincos2d", "none"});
+  c.pos_embed = r.one_of("pos_embed", {"learned", "learned2d", "sincos2d", "relative", "none"});
   c.global_pool = r.one_of("global_pool", {"token", "avg"});
   c.representation_size = r.get<int64_t>("representation_size", Range::non_negative);
   c.distilled = r.get<bool>("distilled");
   c.eps = r.get<double>("eps", Range::positive);
   c.hybrid_channels = r.get<std::vector<int64_t>>("hybrid_channels", Range::positive);
+  c.head_dim = r.get_or<int64_t>("head_dim", 0, Range::non_negative);
+  c.share_qk = r.get_or("share_qk", false);
+  c.attn_scale = r.one_of_or("attn_scale", "inv_sqrt_head_dim", {"inv_sqrt_head_dim", "none"});
+  c.norm = r.one_of_or("norm", "layer", {"layer", "batch"});
+  c.norm_first = r.get_or("norm_first", true);
   r.ignore("model");
   r.finish();
   return c;
@@ -56,7 +61,8 @@ nlohmann::json vit_config_to_json(const VitConfig& c) {
           {"mlp_ratio", c.mlp_ratio}, {"qkv_bias", c.qkv_bias}, {"drop", c.drop}, {"attn_drop", c.attn_drop},
           {"drop_path", c.drop_path}, {"pos_embed", c.pos_embed}, {"global_pool", c.global_pool},
           {"representation_size", c.representation_size}, {"distilled", c.distilled}, {"eps", c.eps},
-          {"hybrid_channels", c.hybrid_channels}};
+          {"hybrid_channels", c.hybrid_channels}, {"head_dim", c.head_dim}, {"share_qk", c.share_qk},
+          {"attn_scale", c.attn_scale}, {"norm", c.norm}, {"norm_first", c.norm_first}};
 }
 
 namespace {
@@ -98,20 +104,43 @@ struct PatchEmbed : nn::Module {
 
 // ---- block ----
 
-VitBlock::VitBlock(const VitConfig& c, double dp) {
-  norm1 = register_module("norm1", std::make_shared<nn::LayerNorm>(c.dim, c.eps));
+VitBlock::VitBlock(const VitConfig& c, double dp, int64_t grid) : norm_first_(c.norm_first) {
+  if (c.norm == "batch") bn1 = register_module("norm1", std::make_shared<nn::BatchNorm2d>(c.dim));
+  else norm1 = register_module("norm1", std::make_shared<nn::LayerNorm>(c.dim, c.eps));
   attn = register_module("attn", std::make_shared<nn::SelfAttention>(nn::SelfAttentionOptions{
-      .dim = c.dim, .num_heads = c.heads, .qkv_bias = c.qkv_bias, .attn_drop = c.attn_drop, .proj_drop = c.drop}));
+      .dim = c.dim, .num_heads = c.heads, .head_dim = c.head_dim, .share_qk = c.share_qk,
+      .scale = c.attn_scale == "none" ? 1.0 : double(NAN), .qkv_bias = c.qkv_bias, .attn_drop = c.attn_drop,
+      .proj_drop = c.drop}));
   drop_path = register_module("drop_path", std::make_shared<nn::DropPath>(dp));
-  norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(c.dim, c.eps));
+  if (c.norm == "batch") bn2 = register_module("norm2", std::make_shared<nn::BatchNorm2d>(c.dim));
+  else norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(c.dim, c.eps));
   mlp = register_module("mlp", std::make_shared<nn::MLP>(nn::MLPOptions{
       .in_features = c.dim, .hidden_features = int64_t(double(c.dim) * c.mlp_ratio), .drop = c.drop}));
+  if (c.pos_embed == "relative") {
+    ATTN_CHECK(grid > 0, "VitBlock: pos_embed \"relative\" needs the patch grid's side, got ", grid);
+    rel_pos = register_module("rel_pos", std::make_shared<nn::RelativePositionBias2D>(nn::RelativePositionBias2DOptions{
+        .window_h = grid, .window_w = grid, .num_heads = c.heads, .class_token = true}));
+  }
+}
+
+Tensor VitBlock::attention_bias() const { return rel_pos ? rel_pos->forward() : Tensor(); }
+
+Tensor VitBlock::norm(int which, const Tensor& x) const {
+  const auto& ln = which == 1 ? norm1 : norm2;
+  if (ln) return ln->forward(x);
+  // BatchNorm over the channels, the (B, T) tokens as its batch: torch's BatchNorm1d on x.transpose(1, 2).
+  const int64_t B = x.size(0), T = x.size(1), D = x.size(2);
+  return (which == 1 ? bn1 : bn2)->forward(x.reshape({B * T, D})).reshape({B, T, D});
 }
 
 Tensor VitBlock::forward(const Tensor& x_in) const {
   Tensor x = x_in;
-  x = x + drop_path->forward(attn->forward(norm1->forward(x)).out);
-  x = x + drop_path->forward(mlp->forward(norm2->forward(x)));
+  if (!norm_first_) {   // post-norm: x = norm(x + f(x))
+    x = norm(1, x + drop_path->forward(attn->forward(x, attention_bias()).out));
+    return norm(2, x + drop_path->forward(mlp->forward(x)));
+  }
+  x = x + drop_path->forward(attn->forward(norm(1, x), attention_bias()).out);
+  x = x + drop_path->forward(mlp->forward(norm(2, x)));
   return x;
 }
 
@@ -123,24 +152,29 @@ std::pair<Tensor, Tensor> VitBlock::forward_fused(const Tensor& x, const Tensor&
   auto reads_bf16 = [&](const Tensor& w) {
     return x.dtype() == DType::f32 && ((infer && linear_reads_bf16(w)) || linear_autocasts(w));
   };
-  const DType h_dt = reads_bf16(attn->qkv->weight) ? DType::bf16 : DType::f32;
+  // (a relative position bias is an f32 mask, which takes the f32 input)
+  const DType h_dt = !rel_pos && reads_bf16(attn->qkv->weight) ? DType::bf16 : DType::f32;
   const DType h2_dt = reads_bf16(mlp->fc1->weight) ? DType::bf16 : DType::f32;
   Tensor s = x, h;
   if (pending.defined())
     std::tie(s, h) = add_layer_norm(x, pending, norm1->weight, norm1->bias, norm1->options().eps, h_dt);
   else if (h_dt == DType::bf16) h = layer_norm(x, norm1->weight, norm1->bias, norm1->options().eps, h_dt);
   else h = norm1->forward(x);
-  auto [s1, h2] = add_layer_norm(s, drop_path->forward(attn->forward(h).out), norm2->weight, norm2->bias,
+  auto [s1, h2] = add_layer_norm(s, drop_path->forward(attn->forward(h, attention_bias()).out), norm2->weight, norm2->bias,
                                  norm2->options().eps, h2_dt);
   return {s1, drop_path->forward(mlp->forward(h2))};
 }
 
 Tensor VitBlock::forward_with_attention(const Tensor& x_in, Tensor& weights) const {
   Tensor x = x_in;
-  nn::MultiHeadResult r = attn->forward(norm1->forward(x), Tensor(), /*need_weights=*/true);
+  nn::MultiHeadResult r = attn->forward(norm_first_ ? norm(1, x) : x, attention_bias(), /*need_weights=*/true);
   weights = r.weights;
+  if (!norm_first_) {
+    x = norm(1, x + drop_path->forward(r.out));
+    return norm(2, x + drop_path->forward(mlp->forward(x)));
+  }
   x = x + drop_path->forward(r.out);
-  x = x + drop_path->forward(mlp->forward(norm2->forward(x)));
+  x = x + drop_path->forward(mlp->forward(norm(2, x)));
   return x;
 }
 
@@ -152,7 +186,8 @@ VisionTransformer::VisionTransformer(const VitConfig& c, std::string name) : cfg
   ATTN_CHECK(c.patch_size > 0 && fmap % c.patch_size == 0, "vit: image size ", c.image_size,
              (c.hybrid_channels.empty() ? "" : " (after the CNN stem: " + std::to_string(fmap) + ")"),
              " is not a multiple of the patch size ", c.patch_size);
-  ATTN_CHECK(c.heads > 0 && c.dim % c.heads == 0, "vit: dim ", c.dim, " is not divisible by heads ", c.heads);
+  ATTN_CHECK(c.heads > 0 && (c.head_dim > 0 || c.dim % c.heads == 0), "vit: dim ", c.dim,
+             " is not divisible by heads ", c.heads, " (set head_dim for heads of another width)");
   ATTN_CHECK(c.global_pool == "token" || c.global_pool == "avg", "vit: global_pool must be token or avg, got '",
              c.global_pool, "'");
   ATTN_CHECK(!(c.distilled && c.global_pool == "avg"), "vit: a distilled (DeiT) model pools the class token");
@@ -182,17 +217,22 @@ VisionTransformer::VisionTransformer(const VitConfig& c, std::string name) : cfg
         .kind = nn::PosEmbedKind::learned_2d, .dim = c.dim, .grid_h = grid(), .grid_w = grid()}));
     NoGradGuard ng;
     nn::init::trunc_normal_(*pos_prefix_, g, 0.0, 0.02);
+  } else if (c.pos_embed == "relative") {   // in the blocks (VitBlock::rel_pos): BEiT's, class token included
+    ATTN_CHECK(prefix == 1, "vit: pos_embed \"relative\" takes one class token; a distilled model has ", prefix,
+               " prefix tokens");
   } else {
-    ATTN_CHECK(c.pos_embed == "none", "vit: pos_embed must be learned, learned2d, sincos2d or none, got '",
+    ATTN_CHECK(c.pos_embed == "none", "vit: pos_embed must be learned, learned2d, sincos2d, relative or none, got '",
                c.pos_embed, "'");
   }
   pos_drop_ = register_module("pos_drop", std::make_shared<nn::Dropout>(c.drop));
   blocks_ = register_module("blocks", std::make_shared<nn::ModuleList<VitBlock>>());
   for (int64_t i = 0; i < c.depth; ++i) {
     const double dp = c.depth > 1 ? c.drop_path * double(i) / double(c.depth - 1) : c.drop_path;   // linear in depth
-    blocks_->push_back(std::make_shared<VitBlock>(c, dp));
+    blocks_->push_back(std::make_shared<VitBlock>(c, dp, grid()));
   }
-  norm_ = register_module("norm", std::make_shared<nn::LayerNorm>(c.dim, c.eps));
+  ATTN_CHECK(c.norm == "layer" || c.norm == "batch", "vit: norm must be layer or batch, got '", c.norm, "'");
+  if (c.norm_first && c.norm == "layer") norm_ = register_module("norm", std::make_shared<nn::LayerNorm>(c.dim, c.eps));
+  else if (c.norm_first) bn_ = register_module("norm", std::make_shared<nn::BatchNorm2d>(c.dim));
   int64_t feat = c.dim;
   if (c.representation_size > 0) {
     auto pl = register_module("pre_logits", std::make_shared<nn::Module>());
@@ -241,6 +281,11 @@ Tensor VisionTransformer::forward_features(const Tensor& images) const {
   // the final norm): every block hands on its stream and its MLP branch unadded. Same values as
   // VitBlock::forward in sequence (the add and the norm are the same kernels, one pass instead of two).
   Tensor x = embed(images), pending;
+  if (!norm_) {   // BatchNorm or post-norm: block by block (the fusion is LayerNorm's); a final BatchNorm
+    for (const auto& b : *blocks_) x = b->forward(x);
+    if (!bn_) return x;
+    return bn_->forward(x.reshape({x.size(0) * x.size(1), x.size(2)})).reshape(x.shape());
+  }
   for (const auto& b : *blocks_) std::tie(x, pending) = b->forward_fused(x, pending);
   if (!pending.defined()) return norm_->forward(x);
   return add_layer_norm(x, pending, norm_->weight, norm_->bias, norm_->options().eps).second;
@@ -329,10 +374,11 @@ int64_t VisionTransformer::macs_per_image() const {
     ch = out;
   }
   macs += n * d * ch * cfg_.patch_size * cfg_.patch_size;   // patch embedding
-  const int64_t block = t * d * 3 * d      // qkv
-                        + 2 * t * t * d    // q k^T and attn v
-                        + t * d * d        // proj
-                        + 2 * t * d * hidden;   // mlp
+  const int64_t inner = cfg_.heads * (cfg_.head_dim > 0 ? cfg_.head_dim : d / cfg_.heads);
+  const int64_t block = t * d * (cfg_.share_qk ? 2 : 3) * inner   // qkv
+                        + 2 * t * t * inner                        // q k^T and attn v
+                        + t * inner * d                            // proj
+                        + 2 * t * d * hidden;                      // mlp
   macs += cfg_.depth * block;
   int64_t feat = d;
   if (cfg_.representation_size > 0) { macs += d * cfg_.representation_size; feat = cfg_.representation_size; }

@@ -94,13 +94,19 @@ TEST(ConfigErrors, Vit) {
       {v, {{"attn_drop", -0.1}}, "vit config: key \"attn_drop\": expected a number in [0, 1), found -0.1"},
       {v, {{"drop_path", 1}}, "vit config: key \"drop_path\": expected a number in [0, 1), found 1"},
       {v, {{"pos_embed", "rope"}}, "vit config: key \"pos_embed\": expected one of \"learned\", \"learned2d\", "
-                                   "\"sincos2d\", \"none\", found the string \"rope\""},
+                                   "\"sincos2d\", \"relative\", \"none\", found the string \"rope\""},
       {v, {{"global_pool", "max"}}, "vit config: key \"global_pool\": expected one of \"token\", \"avg\", found the string \"max\""},
       {v, {{"global_pool", 0}}, "vit config: key \"global_pool\": expected one of \"token\", \"avg\", found the number 0"},
       {v, {{"representation_size", -1}}, "vit config: key \"representation_size\": expected an integer >= 0, found -1"},
       {v, {{"eps", 0}}, "vit config: key \"eps\": expected a positive number, found 0"},
       {v, {{"hybrid_channels", {32, -1}}}, "vit config: key \"hybrid_channels[1]\": expected a positive integer, found -1"},
       {v, {{"hybrid_channels", "32"}}, "vit config: key \"hybrid_channels\": expected a list of positive integers, found the string \"32\""},
+      {v, {{"head_dim", -1}}, "vit config: key \"head_dim\": expected an integer >= 0, found -1"},
+      {v, {{"share_qk", 1}}, "vit config: key \"share_qk\": expected a boolean (true or false), found the number 1"},
+      {v, {{"attn_scale", "sqrt"}}, "vit config: key \"attn_scale\": expected one of \"inv_sqrt_head_dim\", \"none\", "
+                                    "found the string \"sqrt\""},
+      {v, {{"norm", "group"}}, "vit config: key \"norm\": expected one of \"layer\", \"batch\", found the string \"group\""},
+      {v, {{"norm_first", "yes"}}, "vit config: key \"norm_first\": expected a boolean (true or false), found the string \"yes\""},
       {v, {{"deph", 6}}, "create_model(vit_fmnist_demo): unknown config key 'deph'"},
   });
   json full = models::vit_config_to_json(models::VitConfig{});
@@ -108,11 +114,18 @@ TEST(ConfigErrors, Vit) {
   EXPECT_EQ(error_of([&] { models::vit_config_from_json(full); }),
             "vit config: key \"depth\": missing (expected a positive integer)");
   full["depth"] = 2;
+  // The ablation keys are optional: a config written before them reads as timm's ViT.
+  json older = full;
+  for (const char* k : {"head_dim", "share_qk", "attn_scale", "norm", "norm_first"}) older.erase(k);
+  const models::VitConfig oc = models::vit_config_from_json(older);
+  EXPECT_EQ(oc.head_dim, 0);
+  EXPECT_FALSE(oc.share_qk);
+  EXPECT_EQ(oc.attn_scale, "inv_sqrt_head_dim");
   full["extra"] = 1;
   EXPECT_EQ(error_of([&] { models::vit_config_from_json(full); }).rfind("vit config: unknown key \"extra\" (known: ", 0), 0u);
   EXPECT_EQ(error_of([] { models::vit_config_from_json(json::array()); }), "vit config: expected a JSON object, found an empty list");
   // The model's own checks stay (a relation between keys).
-  EXPECT_EQ(error_of([&] { models::create(v, {{"heads", 3}}); }), "vit: dim 128 is not divisible by heads 3");
+  EXPECT_EQ(error_of([&] { models::create(v, {{"heads", 3}}); }), "vit: dim 128 is not divisible by heads 3 (set head_dim for heads of another width)");
 }
 
 TEST(ConfigErrors, ResNet) {

@@ -132,6 +132,11 @@ TEST(VitModels, EveryParameterReceivesAGradient) {
       {"vit_hybrid_fmnist", {{"depth", 2}}},
       {"vit", {{"depth", 2}, {"pos_embed", "learned2d"}, {"global_pool", "avg"}, {"representation_size", 32}}},
       {"vit", {{"depth", 2}, {"pos_embed", "sincos2d"}, {"drop", 0.1}, {"attn_drop", 0.1}}},
+      {"vit_fmnist_small", {{"depth", 2}, {"head_dim", 16}, {"share_qk", true}, {"attn_scale", "none"}}},
+      {"vit_fmnist_small", {{"depth", 2}, {"pos_embed", "relative"}, {"global_pool", "avg"}}},
+      {"vit_fmnist_small", {{"depth", 2}, {"norm", "batch"}}},
+      {"vit_fmnist_small", {{"depth", 2}, {"norm", "batch"}, {"norm_first", false}}},
+      {"vit_fmnist_small", {{"depth", 2}, {"norm_first", false}}},
   };
   for (const auto& [name, overrides] : cases) {
     manual_seed(5);
@@ -183,6 +188,131 @@ void check_totals(const std::vector<std::pair<std::string, std::string>>& pairs)
 }
 
 }  // namespace
+
+// The ablation options change the attention's shapes and MACs as they say: heads of width 16 instead of
+// 128 / 4 = 32 halve qkv and proj, shared queries and keys drop a third of qkv; the scale moves no weight.
+TEST(VitModels, AblationOptionsShapesAndMacs) {
+  const nlohmann::json base = {{"depth", 1}};
+  auto macs = [&](const nlohmann::json& o) {
+    nlohmann::json c = base;
+    if (o.is_object()) c.update(o);
+    return std::dynamic_pointer_cast<models::ImageClassifier>(models::create_model("vit_fmnist_small", c))
+        ->macs_per_image();
+  };
+  auto model = models::create_model("vit_fmnist_small", {{"depth", 1}, {"head_dim", 16}, {"share_qk", true}});
+  auto shape_of = [&](const std::string& name) {
+    for (const auto& [n, p] : model->named_parameters())
+      if (n == name) return p.shape();
+    return Shape{};
+  };
+  EXPECT_EQ(shape_of("blocks.0.attn.qkv.weight"), Shape({128, 128}));   // [qk; v]: 2 x 4 x 16 rows
+  EXPECT_EQ(shape_of("blocks.0.attn.proj.weight"), Shape({128, 64}));
+  const int64_t t = 50, d = 128;
+  EXPECT_EQ(macs({}) - macs({{"head_dim", 16}}), t * d * 3 * 64 + 2 * t * t * 64 + t * 64 * d);
+  EXPECT_EQ(macs({}) - macs({{"share_qk", true}}), t * d * d);
+  EXPECT_EQ(macs({{"attn_scale", "none"}}), macs({}));
+  // A config round trip keeps them.
+  const models::VitConfig back = models::vit_config_from_json(model->config());
+  EXPECT_EQ(back.head_dim, 16);
+  EXPECT_TRUE(back.share_qk);
+  // Without the 1/sqrt(d) factor the logits are larger: the attention maps sharper (lower entropy).
+  manual_seed(3);
+  auto scaled = models::create_model("vit_fmnist_small", {{"depth", 1}});
+  manual_seed(3);
+  auto unscaled = models::create_model("vit_fmnist_small", {{"depth", 1}, {"attn_scale", "none"}});
+  Generator g(4);
+  const Tensor x = randn({2, 1, 28, 28}, g);
+  NoGradGuard ng;
+  auto entropy = [&](nn::Module& m) {
+    const Tensor w = dynamic_cast<models::VisionTransformer&>(m).attention_maps(x);
+    return -sum(w * log(w + 1e-12)).item();
+  };
+  EXPECT_LT(entropy(*unscaled), entropy(*scaled));
+}
+
+// pos_embed "relative": no absolute embedding; each block adds BEiT's 2-d bias (class token included) to
+// its logits, and that bias is what moves the attention: a block equals its attention under that mask.
+TEST(VitModels, RelativePositionBiasIsEachBlocksMask) {
+  manual_seed(8);
+  auto model = models::create_model("vit_fmnist_small", {{"depth", 2}, {"pos_embed", "relative"}});
+  auto& v = dynamic_cast<models::VisionTransformer&>(*model);
+  int64_t tables = 0;
+  for (const auto& [n, p] : model->named_parameters()) {
+    EXPECT_EQ(n.find("pos_embed"), std::string::npos) << n;
+    if (n.find("rel_pos.relative_position_bias_table") != std::string::npos) {
+      ++tables;
+      EXPECT_EQ(p.shape(), Shape({13 * 13 + 3, 4})) << n;   // grid 7: (2·7 - 1)² + 3 rows, 4 heads
+    }
+  }
+  EXPECT_EQ(tables, 2);
+  model->eval();
+  Generator g(9);
+  const Tensor x = randn({2, 1, 28, 28}, g);
+  // With gradients the bias (a parameter) takes the naive attention; without, the fused kernel reads it
+  // as a float mask: the same logits.
+  const Tensor with_grad = v.forward(x).detach();
+  NoGradGuard ng;
+  const Tensor before = v.forward(x);
+  EXPECT_TENSOR_NEAR(before, with_grad, 1e-5, 1e-5);
+  EXPECT_EQ(v.attention_maps(x).shape(), Shape({2, 2, 4, 50, 50}));   // (depth, B, NH, T, T)
+  // Zeroing the tables changes the output: the bias is used.
+  for (auto& [n, p] : model->named_parameters())
+    if (n.find("rel_pos") != std::string::npos) p.fill_(0.0);
+  EXPECT_GT(max(abs(v.forward(x) - before)).item(), 1e-4);
+  EXPECT_NE(test::error_of([] { models::create_model("deit_fmnist_distilled", {{"pos_embed", "relative"}}); })
+                .find("relative\" takes one class token"),
+            std::string::npos);
+}
+
+// The norm ablations, one block against PyTorch in training mode: LayerNorm or BatchNorm (over the tokens
+// of each channel), pre-norm or post-norm; outputs, gradients and BatchNorm's running statistics.
+TEST(VitModels, NormAblationBlocksMatchTorch) {
+  for (const char* norm : {"layer", "batch"})
+    for (bool first : {true, false}) {
+      models::VitConfig c;
+      c.dim = 16;
+      c.heads = 2;
+      c.mlp_ratio = 2;
+      c.norm = norm;
+      c.norm_first = first;
+      manual_seed(21);
+      models::VitBlock block(c, 0.0);
+      Generator g(22);
+      test::Tensors in;
+      {
+        NoGradGuard ng;
+        for (auto& [k, p] : block.named_parameters()) {   // away from the init (ones / zeros) to test them
+          p.copy_(p + randn(p.shape(), g) * 0.1);
+          in["p." + k] = p;
+        }
+      }
+      const Tensor x = randn({3, 5, 16}, g), gout = randn({3, 5, 16}, g);
+      in["x"] = x;
+      in["g"] = gout;
+      auto ref = test::torch_ref("vit.norm_block", in,
+                                 {{"heads", 2}, {"hidden", 32}, {"norm", norm}, {"norm_first", int(first)}});
+      block.train();
+      Tensor xx = x.clone().requires_grad_();
+      Tensor out = block.forward(xx);
+      sum(out * gout).backward();
+      const std::string what = std::string(norm) + (first ? " pre-norm" : " post-norm");
+      EXPECT_TENSOR_NEAR(out, ref.at("out"), 2e-5, 2e-5) << what;
+      EXPECT_TENSOR_NEAR(xx.grad(), ref.at("dx"), 5e-5, 5e-5) << what;
+      for (auto& [k, p] : block.named_parameters()) EXPECT_TENSOR_NEAR(p.grad(), ref.at("d." + k), 1e-4, 1e-4) << what << " " << k;
+      if (std::string(norm) == "batch")
+        for (auto& [k, b] : block.named_buffers())
+          if (k.find("running_") != std::string::npos) EXPECT_TENSOR_NEAR(b, ref.at(k), 1e-6, 1e-6) << what << " " << k;
+    }
+  // The whole model: BatchNorm's final norm under "norm", post-norm with none.
+  auto names = [](const nlohmann::json& o) {
+    std::vector<std::string> n;
+    for (const auto& [k, p] : models::create_model("vit_fmnist_small", o)->named_parameters())
+      if (k.rfind("norm.", 0) == 0) n.push_back(k);
+    return n;
+  };
+  EXPECT_EQ(names({{"depth", 1}, {"norm", "batch"}}), (std::vector<std::string>{"norm.weight", "norm.bias"}));
+  EXPECT_TRUE(names({{"depth", 1}, {"norm_first", false}}).empty());
+}
 
 TEST(VitModels, ParameterTotalsAndMacsMatchTorchvision) {
   check_totals({{"vit_base_patch16_224", "vit_b_16"}});

@@ -27,6 +27,8 @@
 #include "attn/models/distilled.h"
 #include "attn/models/registry.h"
 #include "attn/nn/attention/multi_head.h"
+#include "attn/nn/attention/relative_bias.h"
+#include "attn/nn/conv.h"
 #include "attn/nn/drop_path.h"
 #include "attn/nn/dropout.h"
 #include "attn/nn/layer_norm.h"
@@ -43,12 +45,19 @@ struct VitConfig {
   double mlp_ratio = 4.0;
   bool qkv_bias = true;
   double drop = 0.0, attn_drop = 0.0, drop_path = 0.0;   // drop_path: the last block's rate (linear in depth)
-  std::string pos_embed = "learned";    // learned | learned2d | sincos2d | none
+  std::string pos_embed = "learned";    // learned | learned2d | sincos2d | relative | none
+                                        // (relative: BEiT's per-block 2-d bias on the logits, no embedding)
   std::string global_pool = "token";    // token | avg
   int64_t representation_size = 0;      // > 0: pre-logits Linear + tanh of this size
   bool distilled = false;               // DeiT: distillation token + head_dist
   double eps = 1e-6;
   std::vector<int64_t> hybrid_channels; // non-empty: tokens from a CNN stem (3x3 convs, stride 2 each)
+  // Ablations (defaults: timm's ViT). Absent from a config: the default.
+  int64_t head_dim = 0;                 // each head's width; 0: dim / heads
+  bool share_qk = false;                // one projection for queries and keys (nn::SelfAttentionOptions)
+  std::string attn_scale = "inv_sqrt_head_dim";   // inv_sqrt_head_dim | none (logits unscaled)
+  std::string norm = "layer";           // layer | batch (BatchNorm over the (B x T) tokens of each channel)
+  bool norm_first = true;               // pre-norm (timm); false: post-norm, x = norm(x + f(x)), no final norm
 };
 
 // Every key required, each checked (attn/core/json_config.h); "model" is allowed.
@@ -59,7 +68,8 @@ nlohmann::json vit_config_to_json(const VitConfig& c);
 
 class VitBlock : public nn::Module {
  public:
-  VitBlock(const VitConfig& c, double drop_path);
+  // grid: the patch grid's side (pos_embed "relative" needs it for its bias table).
+  VitBlock(const VitConfig& c, double drop_path, int64_t grid = 0);
   Tensor forward(const Tensor& x) const;
   // forward with the residual adds deferred into the next LayerNorm: given the stream x and the previous
   // block's unadded MLP branch `pending` (undefined for the first block), returns this block's stream and
@@ -68,10 +78,17 @@ class VitBlock : public nn::Module {
   // Also returns this block's attention weights (B, NH, N, N) (the materialising path).
   Tensor forward_with_attention(const Tensor& x, Tensor& weights) const;
 
-  std::shared_ptr<nn::LayerNorm> norm1, norm2;
+  std::shared_ptr<nn::LayerNorm> norm1, norm2;   // null with norm "batch":
+  std::shared_ptr<nn::BatchNorm2d> bn1, bn2;      // then these, under the same names ("norm1", "norm2")
   std::shared_ptr<nn::SelfAttention> attn;
   std::shared_ptr<nn::DropPath> drop_path;
   std::shared_ptr<nn::MLP> mlp;
+  std::shared_ptr<nn::RelativePositionBias2D> rel_pos;   // pos_embed "relative" only
+
+ private:
+  Tensor attention_bias() const;   // rel_pos's (NH, T, T) bias, or undefined
+  Tensor norm(int which, const Tensor& x) const;   // norm1 / norm2, LayerNorm or BatchNorm
+  bool norm_first_ = true;
 };
 
 class VisionTransformer : public ImageClassifier, public DistilledHeads {
@@ -128,7 +145,8 @@ class VisionTransformer : public ImageClassifier, public DistilledHeads {
   std::string model_name_;
   std::shared_ptr<nn::Dropout> pos_drop_;
   std::shared_ptr<nn::ModuleList<VitBlock>> blocks_;
-  std::shared_ptr<nn::LayerNorm> norm_;
+  std::shared_ptr<nn::LayerNorm> norm_;      // pre-norm with LayerNorm; null otherwise
+  std::shared_ptr<nn::BatchNorm2d> bn_;      // pre-norm with BatchNorm ("norm"); post-norm has no final norm
   std::shared_ptr<nn::Linear> pre_logits_;
   std::shared_ptr<nn::Linear> head_, head_dist_;
 };

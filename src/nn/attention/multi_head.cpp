@@ -2,6 +2,7 @@
 // scaled_dot_product_attention.
 #include "attn/nn/attention/multi_head.h"
 
+#include <cmath>
 #include <string>
 
 #include "attn/nn/init.h"
@@ -47,8 +48,11 @@ namespace {
 const SelfAttentionOptions& checked(const SelfAttentionOptions& o) {
   ATTN_CHECK(o.dim > 0 && o.num_heads > 0, "SelfAttention: expected positive dim and num_heads, got ", o.dim,
              " and ", o.num_heads);
-  ATTN_CHECK(o.dim % o.num_heads == 0, "SelfAttention: dim ", o.dim, " is not divisible by num_heads ",
-             o.num_heads);
+  ATTN_CHECK(o.head_dim > 0 || o.dim % o.num_heads == 0, "SelfAttention: dim ", o.dim,
+             " is not divisible by num_heads ", o.num_heads, " (set head_dim for heads of another width)");
+  ATTN_CHECK(o.head_dim >= 0, "SelfAttention: expected head_dim >= 0 (0: dim / num_heads), got ", o.head_dim);
+  ATTN_CHECK(std::isnan(o.scale) || (std::isfinite(o.scale) && o.scale > 0),
+             "SelfAttention: expected a positive finite scale (or NaN for 1/sqrt(head_dim)), got ", o.scale);
   ATTN_CHECK(o.attn_drop >= 0 && o.attn_drop <= 1 && o.proj_drop >= 0 && o.proj_drop <= 1,
              "SelfAttention: expected attn_drop and proj_drop in [0, 1], got ", o.attn_drop, " and ", o.proj_drop);
   return o;
@@ -57,8 +61,10 @@ const SelfAttentionOptions& checked(const SelfAttentionOptions& o) {
 
 SelfAttention::SelfAttention(const SelfAttentionOptions& o, Generator& g, Generator* dropout_gen)
     : opt_(checked(o)), gen_(dropout_gen) {
-  qkv = register_module("qkv", std::make_shared<Linear>(LinearOptions{o.dim, 3 * o.dim, o.qkv_bias, o.dtype}, g));
-  proj = register_module("proj", std::make_shared<Linear>(LinearOptions{o.dim, o.dim, true, o.dtype}, g));
+  const int64_t inner = o.num_heads * head_dim();
+  qkv = register_module("qkv", std::make_shared<Linear>(
+                                   LinearOptions{o.dim, (o.share_qk ? 2 : 3) * inner, o.qkv_bias, o.dtype}, g));
+  proj = register_module("proj", std::make_shared<Linear>(LinearOptions{inner, o.dim, true, o.dtype}, g));
   proj_drop = register_module("proj_drop", std::make_shared<Dropout>(o.proj_drop, dropout_gen));
 }
 
@@ -87,14 +93,17 @@ MultiHeadResult SelfAttention::forward(const Tensor& x, const Tensor& mask, bool
   so.generator = gen_;
   so.need_weights = need_weights;
   so.impl = opt_.impl;
+  so.scale = opt_.scale;
   // A bf16 model in inference: the projection's result in bf16, the attention in bf16 (ops/attention.h).
   const bool bf16 = !need_weights && !mask.defined() && !so.causal && so.dropout_p == 0.0 && wdt == DType::bf16;
   const Tensor y = bf16 ? linear_bf16_out(x, qkv->weight, qkv->bias) : qkv->forward(x);
-  if (!need_weights)   // one (B, T, 3C) gradient buffer on the fused path
+  if (!need_weights && !opt_.share_qk)   // one (B, T, 3 NH HS) gradient buffer on the fused path
     return {proj_drop->forward(proj->forward(scaled_dot_product_attention_packed(y, NH, mask, so))), Tensor()};
-  // (B, T, 3C) -> (3, B, NH, T, HS): views of the one projection.
-  const Tensor t = y.view({B, T, 3, NH, C / NH}).permute({2, 0, 3, 1, 4});
-  SdpaResult r = scaled_dot_product_attention(t.select(0, 0), t.select(0, 1), t.select(0, 2), mask, so);
+  // (B, T, P NH HS) -> (P, B, NH, T, HS): views of the one projection (P = 2 with shared queries and keys).
+  const int64_t parts = opt_.share_qk ? 2 : 3;
+  const Tensor t = y.view({B, T, parts, NH, head_dim()}).permute({2, 0, 3, 1, 4});
+  const Tensor q = t.select(0, 0), k = opt_.share_qk ? q : t.select(0, 1), v = t.select(0, parts - 1);
+  SdpaResult r = scaled_dot_product_attention(q, k, v, mask, so);
   return {proj_drop->forward(proj->forward(merge_heads(r.out))), r.weights};
 }
 

@@ -22,6 +22,19 @@ Tensor swin_relative_position_index(int64_t wh, int64_t ww) {
   return idx;
 }
 
+Tensor beit_relative_position_index(int64_t wh, int64_t ww) {
+  const Tensor inner = swin_relative_position_index(wh, ww);
+  const int64_t n = wh * ww, t = n + 1, rows = (2 * wh - 1) * (2 * ww - 1) + 3;
+  Tensor idx = Tensor::empty({t, t}, DType::i64);
+  if (idx.is_shapes_only()) return idx;
+  int64_t* p = idx.data<int64_t>();
+  const int64_t* q = inner.data<int64_t>();
+  for (int64_t a = 0; a < t; ++a)
+    for (int64_t b = 0; b < t; ++b)
+      p[a * t + b] = a == 0 && b == 0 ? rows - 1 : a == 0 ? rows - 3 : b == 0 ? rows - 2 : q[(a - 1) * n + (b - 1)];
+  return idx;
+}
+
 Tensor relative_position_index_1d(int64_t max_len) {
   ATTN_CHECK(max_len > 0, "relative_position_index_1d: expected a positive max_len, got ", max_len);
   Tensor idx = Tensor::empty({max_len, max_len}, DType::i64);
@@ -63,9 +76,11 @@ RelativePositionBias2D::RelativePositionBias2D(const RelativePositionBias2DOptio
     : opt_(checked(o)),
       relative_position_bias_table(register_parameter(
           "relative_position_bias_table",
-          Tensor::zeros({(2 * o.window_h - 1) * (2 * o.window_w - 1), o.num_heads}, o.dtype))),
+          Tensor::zeros({(2 * o.window_h - 1) * (2 * o.window_w - 1) + (o.class_token ? 3 : 0), o.num_heads},
+                        o.dtype))),
       relative_position_index(register_buffer("relative_position_index",
-                                              swin_relative_position_index(o.window_h, o.window_w),
+                                              o.class_token ? beit_relative_position_index(o.window_h, o.window_w)
+                                                            : swin_relative_position_index(o.window_h, o.window_w),
                                               o.persistent_index)) {
   init::trunc_normal_(relative_position_bias_table, g, 0.0, 0.02);
 }

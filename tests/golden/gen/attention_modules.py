@@ -203,20 +203,29 @@ def mha(inp, args):
 
 
 class _TimmAttention(nn.Module):
-    """timm's vision_transformer.Attention (qkv packed, F.scaled_dot_product_attention's math)."""
+    """timm's vision_transformer.Attention (qkv packed, F.scaled_dot_product_attention's math), with the
+    ablations' options: a head width apart from dim / num_heads (qkv: dim -> 3 NH HD, proj: NH HD -> dim),
+    one projection for queries and keys (qkv: dim -> 2 NH HD, rows [qk; v]) and no 1/sqrt(HD) scale."""
 
-    def __init__(self, dim, num_heads, qkv_bias):
+    def __init__(self, dim, num_heads, qkv_bias, head_dim=0, share_qk=False, scale=True):
         super().__init__()
         self.num_heads = num_heads
-        self.head_dim = dim // num_heads
-        self.scale = self.head_dim ** -0.5
-        self.qkv = nn.Linear(dim, dim * 3, bias=qkv_bias)
-        self.proj = nn.Linear(dim, dim)
+        self.head_dim = head_dim or dim // num_heads
+        self.inner = self.num_heads * self.head_dim
+        self.share_qk = share_qk
+        self.scale = self.head_dim ** -0.5 if scale else 1.0
+        self.qkv = nn.Linear(dim, self.inner * (2 if share_qk else 3), bias=qkv_bias)
+        self.proj = nn.Linear(self.inner, dim)
 
     def forward(self, x, mask=None):
         B, N, C = x.shape
-        qkv = self.qkv(x).reshape(B, N, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
-        q, k, v = qkv.unbind(0)
+        parts = 2 if self.share_qk else 3
+        qkv = self.qkv(x).reshape(B, N, parts, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        if self.share_qk:
+            q, v = qkv.unbind(0)
+            k = q
+        else:
+            q, k, v = qkv.unbind(0)
         attn = (q * self.scale) @ k.transpose(-2, -1)
         if mask is not None:
             if mask.dtype == torch.uint8 or mask.dtype == torch.bool:
@@ -224,13 +233,14 @@ class _TimmAttention(nn.Module):
             else:
                 attn = attn + mask
         attn = attn.softmax(dim=-1)
-        x = (attn @ v).transpose(1, 2).reshape(B, N, C)
+        x = (attn @ v).transpose(1, 2).reshape(B, N, self.inner)
         return self.proj(x), attn
 
 
 def timm_attention(inp, args):
     x0 = inp["x"]
-    m = _TimmAttention(x0.shape[-1], args["num_heads"], "p.qkv.bias" in inp).to(x0.dtype)
+    m = _TimmAttention(x0.shape[-1], args["num_heads"], "p.qkv.bias" in inp, args.get("head_dim", 0),
+                       bool(args.get("share_qk", 0)), not args.get("no_scale", 0)).to(x0.dtype)
     with torch.no_grad():
         for name, p in m.named_parameters():
             p.copy_(inp["p." + name])
@@ -305,10 +315,25 @@ def swin_index(inp, args):
     return {"index": relative_coords.sum(-1)}
 
 
+def beit_index(inp, args):
+    """BEiT's relative_position_index with the class token: the window's index, shifted by one row and
+    column, and three more table rows: class token to patches, patches to class token, class to class."""
+    wh, ww = args["wh"], args["ww"]
+    inner = swin_index(inp, args)["index"]
+    num = (2 * wh - 1) * (2 * ww - 1) + 3
+    index = torch.zeros((wh * ww + 1, wh * ww + 1), dtype=inner.dtype)
+    index[1:, 1:] = inner
+    index[0, 0:] = num - 3
+    index[0:, 0] = num - 2
+    index[0, 0] = num - 1
+    return {"index": index}
+
+
 def swin_bias(inp, args):
-    """Swin's bias: table[index].view(N, N, -1).permute(2, 0, 1), with its gradient."""
+    """Swin's bias: table[index].view(N, N, -1).permute(2, 0, 1), with its gradient (BEiT's index with
+    args["class_token"])."""
     table = inp["table"].clone().requires_grad_(True)
-    index = swin_index(inp, args)["index"]
+    index = (beit_index if args.get("class_token", 0) else swin_index)(inp, args)["index"]
     n = index.shape[0]
     bias = table[index.view(-1)].view(n, n, -1).permute(2, 0, 1).contiguous()
     return _finish({"bias": bias}, [("bias", inp["g"])], {"dtable": table})

@@ -220,3 +220,64 @@ def resnet(inp, args):
     for k, v in model.named_buffers():
         out["b." + k] = v
     return out
+
+
+# ---- a ViT block with the norm ablations ----
+
+class _NormBlock(nn.Module):
+    """timm's ViT block (GELU MLP, packed qkv) with LayerNorm or BatchNorm (BatchNorm1d over the channels,
+    the (B, T) tokens its batch) and pre-norm (timm) or post-norm (x = norm(x + f(x)))."""
+
+    def __init__(self, dim, heads, hidden, norm, norm_first):
+        super().__init__()
+        make = (lambda: nn.LayerNorm(dim, eps=1e-6)) if norm == "layer" else (lambda: nn.BatchNorm1d(dim))
+        self.norm1, self.norm2 = make(), make()
+        self.heads, self.norm_kind, self.norm_first = heads, norm, norm_first
+        self.attn = nn.Module()
+        self.attn.qkv = nn.Linear(dim, 3 * dim)
+        self.attn.proj = nn.Linear(dim, dim)
+        self.mlp = nn.Module()
+        self.mlp.fc1 = nn.Linear(dim, hidden)
+        self.mlp.fc2 = nn.Linear(hidden, dim)
+
+    def _norm(self, n, x):
+        return n(x) if self.norm_kind == "layer" else n(x.transpose(1, 2)).transpose(1, 2)
+
+    def _attn(self, x):
+        B, T, C = x.shape
+        hs = C // self.heads
+        q, k, v = self.attn.qkv(x).reshape(B, T, 3, self.heads, hs).permute(2, 0, 3, 1, 4).unbind(0)
+        a = ((q * hs ** -0.5) @ k.transpose(-2, -1)).softmax(-1)
+        return self.attn.proj((a @ v).transpose(1, 2).reshape(B, T, C))
+
+    def _mlp(self, x):
+        return self.mlp.fc2(F.gelu(self.mlp.fc1(x)))
+
+    def forward(self, x):
+        if self.norm_first:
+            x = x + self._attn(self._norm(self.norm1, x))
+            return x + self._mlp(self._norm(self.norm2, x))
+        x = self._norm(self.norm1, x + self._attn(x))
+        return self._norm(self.norm2, x + self._mlp(x))
+
+
+def norm_block(inp, args):
+    """_NormBlock in training mode with attn's parameters: output, input and parameter gradients of
+    sum(out * g), and (BatchNorm) the running statistics after the step."""
+    x0 = inp["x"]
+    dim = x0.shape[-1]
+    m = _NormBlock(dim, args["heads"], args["hidden"], args["norm"], bool(args["norm_first"])).to(x0.dtype)
+    state = m.state_dict()
+    for k, v in _params(inp).items():
+        state[k].copy_(v)
+    m.train()
+    x = x0.clone().requires_grad_(True)
+    out = m(x)
+    (out * inp["g"]).sum().backward()
+    res = {"out": out.detach(), "dx": x.grad}
+    res.update({"d." + k: p.grad for k, p in m.named_parameters()})
+    if args["norm"] == "batch":
+        for n in ("norm1", "norm2"):
+            res[n + ".running_mean"] = getattr(m, n).running_mean
+            res[n + ".running_var"] = getattr(m, n).running_var
+    return res

@@ -303,6 +303,10 @@ struct TimmCase {
   const char* mask;   // "", "bool", "float"
   bool need_weights;
   SdpaImpl impl;
+  // the ablations' options
+  int64_t head_dim = 0;
+  bool share_qk = false;
+  bool no_scale = false;
 };
 
 void PrintTo(const TimmCase& c, std::ostream* os) { *os << c.name; }
@@ -315,7 +319,9 @@ TEST_P(TimmVsTorch, ForwardBackward) {
   const int64_t B = 2, T = 11, C = 12, NH = 3;
   for (DType dt : {DType::f32, DType::f64}) {
     if (dt == DType::f64 && c.impl == SdpaImpl::fused) continue;   // the fused kernel is f32 only
-    nn::SelfAttention att({.dim = C, .num_heads = NH, .qkv_bias = c.qkv_bias, .impl = c.impl, .dtype = dt}, g);
+    nn::SelfAttention att({.dim = C, .num_heads = NH, .head_dim = c.head_dim, .share_qk = c.share_qk,
+                           .scale = c.no_scale ? 1.0 : double(NAN), .qkv_bias = c.qkv_bias, .impl = c.impl,
+                           .dtype = dt}, g);
     randomise(att, g);
     Tensor x = randn({B, T, C}, g, dt), gout = randn({B, T, C}, g, dt);
     const std::string mk = c.mask;
@@ -325,7 +331,9 @@ TEST_P(TimmVsTorch, ForwardBackward) {
     test::Tensors in = {{"x", x}, {"g", gout}};
     if (mask.defined()) in["mask"] = mask;
     for (auto& [k, p] : att.named_parameters()) in["p." + k] = p;
-    auto ref = torch_ref("attention_modules.timm_attention", in, {{"num_heads", NH}});
+    auto ref = torch_ref("attention_modules.timm_attention", in,
+                         {{"num_heads", NH}, {"head_dim", c.head_dim}, {"share_qk", int(c.share_qk)},
+                          {"no_scale", int(c.no_scale)}});
     Tensor xx = x.clone().requires_grad_();
     auto r = att.forward(xx, mask, c.need_weights);
     sum(r.out * gout).backward();
@@ -345,7 +353,14 @@ INSTANTIATE_TEST_SUITE_P(
                       TimmCase{"boolmask_fused", true, "bool", false, SdpaImpl::fused},
                       TimmCase{"boolmask_weights", true, "bool", true, SdpaImpl::fused},
                       TimmCase{"floatmask_naive", false, "float", true, SdpaImpl::naive},
-                      TimmCase{"floatmask_fused", false, "float", false, SdpaImpl::fused}),
+                      TimmCase{"floatmask_fused", false, "float", false, SdpaImpl::fused},
+                      TimmCase{"head_dim_fused", true, "", false, SdpaImpl::fused, 7},
+                      TimmCase{"head_dim_weights", false, "bool", true, SdpaImpl::naive, 16},
+                      TimmCase{"share_qk_fused", true, "", false, SdpaImpl::fused, 0, true},
+                      TimmCase{"share_qk_weights", true, "float", true, SdpaImpl::naive, 0, true},
+                      TimmCase{"no_scale_fused", true, "", false, SdpaImpl::fused, 0, false, true},
+                      TimmCase{"no_scale_weights", false, "", true, SdpaImpl::naive, 0, false, true},
+                      TimmCase{"all_three", true, "bool", false, SdpaImpl::automatic, 5, true, true}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(SelfAttention, NamesAsTimm) {
@@ -354,6 +369,30 @@ TEST(SelfAttention, NamesAsTimm) {
                                              "proj.bias[12]"}));
   nn::SelfAttention nob({.dim = 12, .num_heads = 3});
   EXPECT_EQ(nob.named_parameters().size(), 3u);
+  // The ablations' shapes: heads of width 5 (inner 15), and [qk; v] rows with shared queries and keys.
+  nn::SelfAttention hd({.dim = 12, .num_heads = 3, .head_dim = 5, .share_qk = true, .qkv_bias = true});
+  EXPECT_EQ(param_listing(hd), (std::vector<std::string>{"qkv.weight[30, 12]", "qkv.bias[30]", "proj.weight[12, 15]",
+                                            "proj.bias[12]"}));
+  EXPECT_NE(error_of([] { nn::SelfAttention({.dim = 10, .num_heads = 3}); }).find("set head_dim"), std::string::npos);
+  EXPECT_NE(error_of([] { nn::SelfAttention({.dim = 12, .num_heads = 3, .scale = -1.0}); }).find("positive finite scale"),
+            std::string::npos);
+}
+
+// Shared queries and keys: each head's logits S are a symmetric matrix. With L_i the log-sum-exp of row
+// i, log w_ij - log w_ji = L_j - L_i, which token 0 gives apart: (log w_i0 - log w_0i) - (log w_j0 - log w_0j).
+TEST(SelfAttention, SharedQueriesAndKeysGiveSymmetricLogits) {
+  Generator g(63);
+  nn::SelfAttention att({.dim = 8, .num_heads = 2, .share_qk = true, .qkv_bias = true, .impl = SdpaImpl::naive}, g);
+  randomise(att, g);
+  Tensor x = randn({1, 5, 8}, g);
+  NoGradGuard ng;
+  const Tensor lw = log(att.forward(x, Tensor(), true).weights);
+  auto at = [&](int64_t h, int64_t i, int64_t j) { return lw.at({0, h, i, j}); };
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t i = 0; i < 5; ++i)
+      for (int64_t j = 0; j < 5; ++j)
+        EXPECT_NEAR(at(h, i, j) - at(h, j, i), (at(h, i, 0) - at(h, 0, i)) - (at(h, j, 0) - at(h, 0, j)), 1e-4)
+            << h << " " << i << " " << j;
 }
 
 TEST(SelfAttention, DropoutAndCausal) {
@@ -396,5 +435,5 @@ TEST(SelfAttention, BadInputMessages) {
   EXPECT_EQ(error_of([&] { att.forward(Tensor::zeros({2, 5, 8}), Tensor::zeros({5, 5}, DType::i32)); }),
             "SelfAttention: expected a u8 (bool) or f32 (additive) mask, got i32");
   EXPECT_EQ(error_of([&] { nn::SelfAttention({.dim = 10, .num_heads = 3}); }),
-            "SelfAttention: dim 10 is not divisible by num_heads 3");
+            "SelfAttention: dim 10 is not divisible by num_heads 3 (set head_dim for heads of another width)");
 }

@@ -26,6 +26,28 @@ TEST(RelativeBias, SwinIndexAsSwin) {
   }
 }
 
+TEST(RelativeBias, BeitIndexAsBeit) {
+  for (auto [wh, ww] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {2, 3}, {7, 7}}) {
+    auto ref = torch_ref("attention_modules.beit_index", {}, {{"wh", wh}, {"ww", ww}});
+    EXPECT_TENSOR_NEAR(nn::beit_relative_position_index(wh, ww), ref.at("index"), 0, 0) << wh << "x" << ww;
+  }
+}
+
+// With the class token: a (NH, N + 1, N + 1) bias from a table of 3 more rows, gradients included.
+TEST(RelativeBias, ClassTokenBiasForwardBackward) {
+  Generator g(83);
+  const int64_t wh = 3, ww = 4, nh = 2, t = wh * ww + 1;
+  nn::RelativePositionBias2D rpb({.window_h = wh, .window_w = ww, .num_heads = nh, .class_token = true}, g);
+  EXPECT_EQ(rpb.relative_position_bias_table.shape(), Shape({(2 * wh - 1) * (2 * ww - 1) + 3, nh}));
+  Tensor gout = randn({nh, t, t}, g);
+  auto ref = torch_ref("attention_modules.swin_bias", {{"table", rpb.relative_position_bias_table}, {"g", gout}},
+                       {{"wh", wh}, {"ww", ww}, {"class_token", 1}});
+  Tensor b = rpb.forward();
+  sum(b * gout).backward();
+  EXPECT_TENSOR_NEAR(b, ref.at("bias"), 0, 0);
+  EXPECT_TENSOR_NEAR(rpb.relative_position_bias_table.grad(), ref.at("dtable"), 1e-5, 1e-5);
+}
+
 TEST(RelativeBias, SwinBiasForwardBackward) {
   Generator g(81);
   for (auto [wh, ww, nh] : std::vector<std::array<int64_t, 3>>{{7, 7, 3}, {2, 5, 4}}) {

@@ -10,7 +10,10 @@
 // SelfAttention is timm's vision_transformer.Attention: a packed "qkv" Linear (dim -> 3 dim, bias
 // iff qkv_bias), heads split as qkv.reshape(B, T, 3, NH, HS).permute(2, 0, 3, 1, 4), attention
 // dropout attn_drop (training only), then "proj" Linear and proj_drop. Parameter names are timm's
-// (qkv.weight, qkv.bias, proj.weight, proj.bias), so "blocks.N.attn.qkv.weight" maps 1:1. Asking
+// (qkv.weight, qkv.bias, proj.weight, proj.bias), so "blocks.N.attn.qkv.weight" maps 1:1. Options
+// for ablations that timm lacks: head_dim apart from C / NH; share_qk, where "qkv" is (2 NH HS, C) with
+// rows [qk; v] and the keys are the queries (the logits of token i and j are then symmetric); scale
+// (1.0: the logits without the 1/sqrt(HS) factor). Asking
 // for weights takes the materialising (naive) attention path; otherwise `impl` picks (automatic:
 // the fused kernel where it is faster).
 //
@@ -34,6 +37,7 @@
 //   is (2E) = [b_qk; b_v], so in self-attention the logits (W x_i + b)ᵀ(W x_j + b) are a symmetric
 //   matrix. It equals a torch module whose k weight and bias are copies of q's.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <memory>
 
@@ -52,7 +56,10 @@ struct MultiHeadResult {
 
 struct SelfAttentionOptions {
   int64_t dim = 0;                        // C
-  int64_t num_heads = 8;                  // NH; C % NH == 0
+  int64_t num_heads = 8;                  // NH; C % NH == 0 unless head_dim is set
+  int64_t head_dim = 0;                   // HS; 0: C / NH (qkv: C -> 3 NH HS, proj: NH HS -> C)
+  bool share_qk = false;                  // one projection for queries and keys (see above)
+  double scale = NAN;                     // the logits' factor; NaN: 1/sqrt(HS) (1.0: unscaled)
   bool qkv_bias = false;
   double attn_drop = 0.0;
   double proj_drop = 0.0;
@@ -71,6 +78,7 @@ class SelfAttention : public Module {
   // -> out (B, T, C), weights (B, NH, T, T) when need_weights.
   MultiHeadResult forward(const Tensor& x, const Tensor& mask = Tensor(), bool need_weights = false) const;
   const SelfAttentionOptions& options() const { return opt_; }
+  int64_t head_dim() const { return opt_.head_dim > 0 ? opt_.head_dim : opt_.dim / opt_.num_heads; }
 
  private:
   SelfAttentionOptions opt_;

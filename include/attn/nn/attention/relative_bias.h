@@ -12,7 +12,8 @@
 //   i64, N = Wh Ww, computed exactly as Swin: for tokens p = (y1, x1), q = (y2, x2) (row-major in
 //   the window), index = (y1 - y2 + Wh - 1) (2Ww - 1) + (x1 - x2 + Ww - 1). forward() returns
 //   table[index] permuted to (NH, N, N). The index buffer is non-persistent by default (as timm);
-//   persistent_index keeps it in state_dict (as the original Swin checkpoints).
+//   persistent_index keeps it in state_dict (as the original Swin checkpoints). class_token: BEiT's
+//   layout (beit_relative_position_index), the bias of a sequence whose token 0 is a class token.
 // RelativePositionBias1D: the same in 1-d: a learned scalar per offset i - j and head, parameter
 //   "relative_position_bias_table" (2L-1, NH), trunc_normal std .02.
 // RelativePositionEmbedding1D: ViT's (Dosovitskiy et al. 2021, App. D.4) 1-d relative attention: a
@@ -28,6 +29,10 @@ namespace attn::nn {
 
 // Swin's relative_position_index for a (wh, ww) window: (wh ww, wh ww) i64.
 Tensor swin_relative_position_index(int64_t wh, int64_t ww);
+// BEiT's, with a class token first: (wh ww + 1)² i64; Swin's index shifted by one row and column, row 0
+// (class token to patches) L - 3, column 0 (patches to class token) L - 2, [0, 0] L - 1, where
+// L = (2wh - 1)(2ww - 1) + 3 is the table's row count.
+Tensor beit_relative_position_index(int64_t wh, int64_t ww);
 // 1-d: index[i][j] = i - j + max_len - 1, (max_len, max_len) i64.
 Tensor relative_position_index_1d(int64_t max_len);
 
@@ -35,6 +40,7 @@ struct RelativePositionBias2DOptions {
   int64_t window_h = 0;
   int64_t window_w = 0;
   int64_t num_heads = 0;
+  bool class_token = false;   // BEiT's: a class token before the window's tokens (3 more table rows)
   bool persistent_index = false;
   DType dtype = DType::f32;
 };
@@ -42,15 +48,15 @@ struct RelativePositionBias2DOptions {
 class RelativePositionBias2D : public Module {
  public:
   explicit RelativePositionBias2D(const RelativePositionBias2DOptions& o, Generator& g = default_generator());
-  Tensor forward() const;   // (NH, N, N)
+  Tensor forward() const;   // (NH, N, N); with class_token (NH, N + 1, N + 1)
   const RelativePositionBias2DOptions& options() const { return opt_; }
 
  private:
   RelativePositionBias2DOptions opt_;
 
  public:
-  Tensor& relative_position_bias_table;   // ((2Wh-1)(2Ww-1), NH)
-  Tensor& relative_position_index;        // (N, N) i64
+  Tensor& relative_position_bias_table;   // ((2Wh-1)(2Ww-1) (+ 3 with class_token), NH)
+  Tensor& relative_position_index;        // (N, N) (with class_token (N + 1, N + 1)) i64
 };
 
 struct RelativePositionBias1DOptions {

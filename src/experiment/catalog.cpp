@@ -1,0 +1,260 @@
+// The experiments: each published claim about attention models as tracks of variants and sub-claims
+// (attn/experiment/experiment.h). Budgets are set so that `--budget full` fits its bound on 2 cores
+// (docs/experiments.md gives each grid's measured time per run).
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "attn/core/error.h"
+#include "attn/experiment/experiment.h"
+
+namespace attn::experiment {
+
+namespace {
+
+using nlohmann::json;
+
+// The Fashion-MNIST ViT track: vit_fmnist_small (patch 4, D 128, depth 6, 4 heads, MLP 256) on the
+// default image recipe (AdamW 1e-3, one warm-up epoch, cosine), test accuracy in points; the full
+// budget trains `epochs` epochs of the 55,000 training images.
+Track fmnist_track(int64_t epochs, std::vector<Variant> variants) {
+  Track t;
+  t.name = "fmnist";
+  t.data_label = "Fashion-MNIST";
+  t.metric = "test_accuracy";
+  t.metric_label = "test accuracy (%)";
+  t.metric_scale = 100;
+  t.selection = "val_accuracy";
+  t.curve = "val_accuracy";
+  t.base = {{"model", "vit_fmnist_small"}, {"data", "fashion-mnist"}};
+  // quick: 32 steps of 128 images, evaluated every 8 steps on 1,000 images (minutes for a whole grid)
+  t.quick = {{"limit_train", 4096}, {"epochs", 1}, {"warmup_epochs", 0.25}, {"eval_every", 8}, {"limit_eval", 1000}};
+  t.full = {{"epochs", epochs}};
+  t.variants = std::move(variants);
+  return t;
+}
+
+Variant vit(std::string name, std::string label, json model_config, json extra = json::object()) {
+  json s = extra;
+  s["model_config"] = std::move(model_config);
+  return {std::move(name), std::move(label), std::move(s)};
+}
+
+SubClaim better(std::string text, const std::string& a, const std::string& b, std::string track = "fmnist") {
+  return {std::move(text), std::move(track), {{1, {a}}, {-1, {b}}}, Direction::better, 0};
+}
+
+SubClaim equal(std::string text, std::vector<std::string> a, std::vector<std::string> b, double delta,
+               std::string track = "fmnist") {
+  return {std::move(text), std::move(track), {{1, std::move(a)}, {-1, std::move(b)}}, Direction::equal, delta};
+}
+
+// An experiment's name, claim, source and grid; its tracks and sub-claims follow.
+Experiment described(std::string name, std::string claim, std::string source, std::string grid) {
+  Experiment e;
+  e.name = std::move(name);
+  e.claim = std::move(claim);
+  e.source = std::move(source);
+  e.grid = std::move(grid);
+  return e;
+}
+
+Experiment scaling() {
+  Experiment e =
+      described("scaling",
+                "Dividing the attention logits by sqrt(d) keeps the softmax out of saturation and training stable; "
+                "the larger the head width d, the more it matters.",
+                "Vaswani et al. 2017, Attention Is All You Need, section 3.2.1",
+                "2 heads of width 16, 64 and 256 (D 128; the heads' width set apart from D), each with and without "
+                "the 1/sqrt(d) factor: 6 variants");
+  std::vector<Variant> v;
+  for (int d : {16, 64, 256}) {
+    const std::string ds = std::to_string(d);
+    v.push_back(vit("scaled-d" + ds, "1/sqrt(d), d " + ds, {{"heads", 2}, {"head_dim", d}}));
+    v.push_back(vit("unscaled-d" + ds, "unscaled, d " + ds, {{"heads", 2}, {"head_dim", d}, {"attn_scale", "none"}}));
+  }
+  e.tracks = {fmnist_track(3, std::move(v))};
+  for (int d : {16, 64, 256}) {
+    const std::string ds = std::to_string(d);
+    e.claims.push_back(better("1/sqrt(d) beats unscaled logits at d = " + ds, "scaled-d" + ds, "unscaled-d" + ds));
+  }
+  e.claims.push_back({"the gain from 1/sqrt(d) is larger at d = 256 than at d = 16",
+                      "fmnist",
+                      {{1, {"scaled-d256"}}, {-1, {"unscaled-d256"}}, {-1, {"scaled-d16"}}, {1, {"unscaled-d16"}}},
+                      Direction::better,
+                      0});
+  return e;
+}
+
+Experiment heads() {
+  Experiment e = described("heads", "Several attention heads beat one head of the same total width.",
+                           "Vaswani et al. 2017, Attention Is All You Need, section 3.2.2 and Table 3 (A)",
+                           "1, 2, 4 and 8 heads at D 128 (head width 128, 64, 32, 16): 4 variants");
+  std::vector<Variant> v;
+  for (int h : {1, 2, 4, 8})
+    v.push_back(vit("heads-" + std::to_string(h), std::to_string(h) + (h == 1 ? " head" : " heads"), {{"heads", h}}));
+  e.tracks = {fmnist_track(5, std::move(v))};
+  for (int h : {2, 4, 8})
+    e.claims.push_back(better(std::to_string(h) + " heads beat 1 head", "heads-" + std::to_string(h), "heads-1"));
+  return e;
+}
+
+Experiment qk_sharing() {
+  Experiment e = described(
+      "qk-sharing",
+      "Separate query and key projections beat one projection shared by both (which makes every head's "
+      "logits symmetric).",
+      "Vaswani et al. 2017 (separate W_Q, W_K); Kitaev et al. 2020, Reformer, section 5 (shared-QK attention)",
+      "separate W_Q, W_K / one shared W_QK: 2 variants");
+  e.tracks = {fmnist_track(8, {vit("separate", "separate W_Q, W_K", json::object()),
+                               vit("shared", "shared W_Q = W_K", {{"share_qk", true}})})};
+  e.claims = {better("separate W_Q and W_K beat a shared projection", "separate", "shared")};
+  return e;
+}
+
+Experiment cls_vs_gap() {
+  Experiment e = described(
+      "cls-vs-gap", "A class token and global average pooling do equally well, each with the right learning rate.",
+      "Dosovitskiy et al. 2021, An Image Is Worth 16x16 Words, appendix D.3 (figure 9)",
+      "class token / average pooling, each at learning rates 5e-4 and 2e-3: 4 variants");
+  std::vector<Variant> v;
+  for (const char* lr : {"5e-4", "2e-3"}) {
+    const json extra = {{"lr", std::stod(lr)}};
+    v.push_back(
+        vit(std::string("token-lr") + lr, std::string("class token, lr ") + lr, {{"global_pool", "token"}}, extra));
+    v.push_back(
+        vit(std::string("gap-lr") + lr, std::string("average pooling, lr ") + lr, {{"global_pool", "avg"}}, extra));
+  }
+  e.tracks = {fmnist_track(5, std::move(v))};
+  e.claims = {equal("average pooling equals the class token at lr 5e-4 (within 1 point)", {"gap-lr5e-4"},
+                    {"token-lr5e-4"}, 1.0),
+              equal("average pooling equals the class token at lr 2e-3 (within 1 point)", {"gap-lr2e-3"},
+                    {"token-lr2e-3"}, 1.0),
+              equal("each at its best learning rate (by validation accuracy), they are equal within 1 point",
+                    {"gap-lr5e-4", "gap-lr2e-3"}, {"token-lr5e-4", "token-lr2e-3"}, 1.0)};
+  return e;
+}
+
+Experiment positions() {
+  Experiment e = described(
+      "positions",
+      "1-D, 2-D and relative position encodings perform alike; none is clearly worse, and having one beats "
+      "having none.",
+      "Dosovitskiy et al. 2021, An Image Is Worth 16x16 Words, appendix D.4 (table 8)",
+      "no position information / learned 1-D / learned 2-D (row + column) / fixed sin-cos 2-D / a learned 2-D "
+      "relative bias on each block's logits (BEiT's, class token included): 5 variants");
+  e.tracks = {fmnist_track(
+      4, {vit("learned-1d", "learned 1-D", {{"pos_embed", "learned"}}), vit("none", "none", {{"pos_embed", "none"}}),
+          vit("learned-2d", "learned 2-D", {{"pos_embed", "learned2d"}}),
+          vit("sincos-2d", "sin-cos 2-D", {{"pos_embed", "sincos2d"}}),
+          vit("relative", "relative bias", {{"pos_embed", "relative"}})})};
+  e.claims = {better("learned 1-D positions beat none", "learned-1d", "none"),
+              equal("learned 2-D equals learned 1-D (within 1 point)", {"learned-2d"}, {"learned-1d"}, 1.0),
+              equal("sin-cos 2-D equals learned 1-D (within 1 point)", {"sincos-2d"}, {"learned-1d"}, 1.0),
+              equal("the relative bias equals learned 1-D (within 1 point)", {"relative"}, {"learned-1d"}, 1.0)};
+  return e;
+}
+
+Experiment inductive_bias() {
+  Experiment e =
+      described("inductive-bias",
+                "On small data a ViT trails a CNN, whose convolutions build in locality; the gap closes as the data "
+                "grows, and a convolutional stem (hybrid) or local windows (Swin) close most of it.",
+                "Dosovitskiy et al. 2021, An Image Is Worth 16x16 Words, sections 4.2-4.3; Liu et al. 2021, Swin "
+                "Transformer",
+                "ViT (vit_fmnist_small), CNN (resnet_fmnist), hybrid ViT (the same ViT on a 2-conv stem) and Swin "
+                "(swin_fmnist), each on 10%, 30% and 100% of the 55,000 training images, the same number of steps: "
+                "12 variants");
+  e.full_hours = 4;
+  const std::vector<std::pair<std::string, json>> models = {
+      {"vit", {{"model", "vit_fmnist_small"}}},
+      {"cnn", {{"model", "resnet_fmnist"}}},
+      {"hybrid", {{"model", "vit_fmnist_small"}, {"model_config", {{"hybrid_channels", {32, 64}}, {"patch_size", 1}}}}},
+      {"swin", {{"model", "swin_fmnist"}}}};
+  const std::vector<std::pair<std::string, int64_t>> fractions = {{"10", 5500}, {"30", 16500}, {"100", 55000}};
+  std::vector<Variant> v;
+  for (const auto& [frac, n] : fractions)
+    for (const auto& [m, s] : models) {
+      json settings = s;
+      settings["limit_train"] = n;
+      v.push_back({m + "-" + frac, m + ", " + frac + "% of the data", settings});
+    }
+  Track t = fmnist_track(0, std::move(v));
+  // The same steps for every fraction: about 3 epochs of the whole set (the 10% subset is seen 30 times).
+  // (warm-up in steps too: one epoch of the whole set)
+  t.quick = {{"max_steps", 32}, {"warmup_steps", 8}, {"eval_every", 8}, {"limit_eval", 1000}};
+  t.full = {{"max_steps", 1290}, {"warmup_steps", 430}, {"eval_every", 430}};
+  e.tracks = {std::move(t)};
+  e.claims = {better("the CNN beats the ViT on 10% of the data", "cnn-10", "vit-10"),
+              better("the CNN beats the ViT on 30% of the data", "cnn-30", "vit-30"),
+              {"the CNN's lead over the ViT shrinks from 10% to 100% of the data",
+               "fmnist",
+               {{1, {"cnn-10"}}, {-1, {"vit-10"}}, {-1, {"cnn-100"}}, {1, {"vit-100"}}},
+               Direction::better,
+               0},
+              better("the hybrid ViT beats the ViT on 10% of the data", "hybrid-10", "vit-10"),
+              better("Swin beats the ViT on 10% of the data", "swin-10", "vit-10")};
+  return e;
+}
+
+Experiment norm() {
+  Experiment e =
+      described("norm",
+                "Layer normalization suits a Transformer better than batch normalization, in the pre-norm and the "
+                "post-norm arrangement.",
+                "Vaswani et al. 2017 (post-norm LayerNorm); Xiong et al. 2020, On Layer Normalization in the "
+                "Transformer Architecture (pre-norm); Shen et al. 2020, PowerNorm (BatchNorm in Transformers)",
+                "LayerNorm / BatchNorm (over the tokens of each channel), each pre-norm and post-norm: 4 variants");
+  e.tracks = {fmnist_track(5, {vit("ln-pre", "LayerNorm, pre-norm", json::object()),
+                               vit("bn-pre", "BatchNorm, pre-norm", {{"norm", "batch"}}),
+                               vit("ln-post", "LayerNorm, post-norm", {{"norm_first", false}}),
+                               vit("bn-post", "BatchNorm, post-norm", {{"norm", "batch"}, {"norm_first", false}})})};
+  e.claims = {better("LayerNorm beats BatchNorm, pre-norm", "ln-pre", "bn-pre"),
+              better("LayerNorm beats BatchNorm, post-norm", "ln-post", "bn-post")};
+  return e;
+}
+
+Experiment attention_distance() {
+  Experiment e =
+      described("attention-distance",
+                "Lower layers attend both locally and globally (their heads' mean attention distances spread wide); "
+                "higher layers attend globally, so the mean distance grows with depth.",
+                "Dosovitskiy et al. 2021, An Image Is Worth 16x16 Words, section 4.5 (figure 7, right)",
+                "one ViT, its mean attention distance per layer and head (on the first 256 test images) after each "
+                "quarter of training");
+  Track t = fmnist_track(0, {vit("vit", "ViT", json::object())});
+  t.probe = "attention_distance";
+  t.quick = {{"limit_train", 4096}, {"max_steps", 32}, {"warmup_steps", 8}, {"limit_eval", 1000}};
+  t.full = {{"max_steps", 4288}};  // 10 epochs, measured every 1,072 steps
+  e.tracks = {std::move(t)};
+  e.claims = {{"the mean attention distance grows with depth (slope over the layers, pixels per layer)",
+               "fmnist",
+               {{1, {"vit"}, "distance_slope"}},
+               Direction::better,
+               0},
+              {"the first layer's heads spread wider in distance than the last layer's (sd over heads, pixels)",
+               "fmnist",
+               {{1, {"vit"}, "distance_spread_drop"}},
+               Direction::better,
+               0}};
+  return e;
+}
+
+}  // namespace
+
+const std::vector<Experiment>& catalog() {
+  static const std::vector<Experiment> all = {scaling(),   heads(),          qk_sharing(), cls_vs_gap(),
+                                              positions(), inductive_bias(), norm(),       attention_distance()};
+  return all;
+}
+
+const Experiment& find_experiment(const std::string& name) {
+  std::string known;
+  for (const auto& e : catalog()) {
+    if (e.name == name) return e;
+    known += (known.empty() ? "" : ", ") + e.name;
+  }
+  throw Error("attn experiment: no experiment '" + name + "' (known: " + known + ")");
+}
+
+}  // namespace attn::experiment

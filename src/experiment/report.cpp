@@ -1,0 +1,196 @@
+// An experiment's Markdown (from its results.json) and docs/experiments.md (attn/experiment/experiment.h).
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "attn/core/error.h"
+#include "attn/core/progress.h"
+#include "attn/experiment/experiment.h"
+#include "attn/io/safetensors.h"
+
+namespace attn::experiment {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string fixed(double v, int decimals = 2) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string signed_fixed(double v) { return (v >= 0 ? "+" : "") + fixed(v); }
+
+// "+0.42 [-0.10, +0.94]", or "+0.42 (one seed: no interval)"
+std::string interval_text(const json& ci) {
+  const std::string est = signed_fixed(ci.at("estimate").get<double>());
+  if (ci.at("lo").is_null()) return est + " (one seed: no interval)";
+  return est + " [" + signed_fixed(ci.at("lo").get<double>()) + ", " + signed_fixed(ci.at("hi").get<double>()) + "]";
+}
+
+std::string verdict_cell(const std::string& v) {
+  return v == "supported" ? "**supported**" : v == "contradicted" ? "**contradicted**" : "not shown";
+}
+
+// A probe's last stage per layer: the mean over heads, its mean ± sd over seeds, and the spread over heads.
+std::string probe_markdown(const json& t) {
+  const json& runs = t.at("variants").at(0).at("runs");
+  if (!runs.at(0).contains("probe")) return "";
+  std::ostringstream md;
+  const json& last0 = runs.at(0).at("probe").back();
+  md << "Mean attention distance in pixels after " << last0.at("step").get<int64_t>()
+     << " steps, per layer: the heads' mean (mean ± sd over seeds) and their spread (sd over heads, mean over "
+        "seeds).\n\n| layer | mean distance | spread over heads |\n|---|---|---|\n";
+  const size_t layers = last0.at("distance").size();
+  for (size_t l = 0; l < layers; ++l) {
+    std::vector<double> means, spreads;
+    for (const json& run : runs) {
+      const json& heads = run.at("probe").back().at("distance").at(l);
+      std::vector<double> h;
+      for (const json& x : heads) h.push_back(x.get<double>());
+      const Summary s = summarize(h);
+      means.push_back(s.mean);
+      spreads.push_back(s.sd);
+    }
+    const Summary m = summarize(means);
+    md << "| " << l + 1 << " | " << fixed(m.mean) << " ± " << fixed(m.sd) << " | " << fixed(summarize(spreads).mean)
+       << " |\n";
+  }
+  md << "\n";
+  return md.str();
+}
+
+}  // namespace
+
+std::string results_markdown(const json& r) {
+  std::ostringstream md;
+  const int seeds = r.at("seeds").get<int>();
+  for (const json& t : r.at("tracks")) {
+    const std::string base = t.at("baseline").get<std::string>();
+    std::string base_label;
+    for (const json& v : t.at("variants"))
+      if (v.at("name") == base) base_label = v.at("label").get<std::string>();
+    md << "**" << t.at("data").get<std::string>() << "**: " << t.at("metric_label").get<std::string>() << ", mean ± sd over "
+       << seeds << " seeds; the difference to " << base_label << " seed by seed, with its 95% interval.\n\n";
+    md << "| variant | " << t.at("metric_label").get<std::string>() << " | difference to " << base_label
+       << " | time per run |\n|---|---|---|---|\n";
+    for (const json& v : t.at("variants")) {
+      md << "| " << v.at("label").get<std::string>() << " | " << fixed(v.at("mean").get<double>()) << " ± "
+         << fixed(v.at("sd").get<double>()) << " | "
+         << (v.contains("difference") ? interval_text(v.at("difference")) : std::string("(baseline)")) << " | "
+         << format_duration(v.at("seconds_mean").get<double>()) << " |\n";
+    }
+    md << "\n";
+    md << probe_markdown(t);
+  }
+  md << "| sub-claim | direction | estimate [95% interval] | verdict |\n|---|---|---|---|\n";
+  for (const json& c : r.at("claims")) {
+    const std::string dir = c.at("direction").get<std::string>();
+    std::string text = c.at("text").get<std::string>();
+    if (c.value("best_of", false)) {   // name the variants the validation accuracy picked
+      text += " (picked:";
+      for (const json& p : c.at("picked")) text += " " + p.get<std::string>();
+      text += ")";
+    }
+    md << "| " << text << " | "
+       << (dir == "better" ? std::string("better: above 0") : "equal: inside ±" + fixed(c.at("delta").get<double>()))
+       << " | " << interval_text(c.at("interval")) << " | " << verdict_cell(c.at("verdict").get<std::string>())
+       << " |\n";
+  }
+  md << "\n";
+  return md.str();
+}
+
+namespace {
+
+std::string doc_header() {
+  return "# Experiments\n\n"
+         "Each claim below is one command, `attn experiment NAME`: it trains every variant of the claim with the\n"
+         "same trainer, recipe and number of steps (unless the row says otherwise), over 3 seeds, and prints a\n"
+         "table, a plot of the curves and a verdict. Nothing in a verdict is written by hand:\n\n"
+         "- Each claim is split into sub-claims. A sub-claim is a contrast between variants (for example variant A\n"
+         "  minus variant B), computed seed by seed: every seed trains all variants on the same data order, so the\n"
+         "  differences are paired. Its 95% interval is the mean ± t(n - 1) × sd / √n over the n seeds.\n"
+         "- **better**: supported when the interval lies above zero, contradicted when it lies below, otherwise\n"
+         "  not shown.\n"
+         "- **equal within ±δ**: supported when the interval lies inside ±δ, contradicted when it lies wholly\n"
+         "  outside, otherwise not shown.\n"
+         "- Where a term names several variants (\"each at its best learning rate\"), the one with the highest mean\n"
+         "  validation accuracy is taken; the comparison itself is on the test split.\n\n"
+         "`--budget quick` runs the same grid on a few thousand examples in minutes (a check that it runs, not a\n"
+         "result); `--budget full` is what this page reports. A half-done experiment resumes where it stopped: each\n"
+         "seed of each variant is an ordinary resumable training run under `runs/experiments/NAME/BUDGET/`, next to\n"
+         "`results.json` (every number below, per seed), `table.md` and `curves-*.svg`. This page is regenerated\n"
+         "from those files by `attn experiment --write-docs docs/experiments.md`.\n\n"
+         "A claim that this data does not support is reported as such: the point is to find out, not to agree.\n\n";
+}
+
+}  // namespace
+
+std::vector<std::string> write_docs(const std::string& results_root, const std::string& doc_path) {
+  std::ostringstream md;
+  md << doc_header();
+  md << "| experiment | claim | source | verdicts |\n|---|---|---|---|\n";
+  std::vector<json> found(catalog().size());
+  std::vector<std::string> names;
+  for (size_t i = 0; i < catalog().size(); ++i) {
+    const Experiment& e = catalog()[i];
+    const std::string path = results_root + "/" + e.name + "/full/results.json";
+    std::string verdicts = "not run at full budget yet";
+    if (fs::exists(path)) {
+      std::ifstream f(path);
+      found[i] = json::parse(f, nullptr, false);
+      ATTN_CHECK(!found[i].is_discarded(), "attn experiment --write-docs: '", path, "' is not JSON");
+      int sup = 0, con = 0, none = 0;
+      for (const json& c : found[i].at("claims")) {
+        const std::string v = c.at("verdict").get<std::string>();
+        (v == "supported" ? sup : v == "contradicted" ? con : none) += 1;
+      }
+      verdicts = std::to_string(sup) + " supported, " + std::to_string(con) + " contradicted, " +
+                 std::to_string(none) + " not shown";
+      names.push_back(e.name);
+    }
+    md << "| [" << e.name << "](#" << e.name << ") | " << e.claim << " | " << e.source << " | " << verdicts << " |\n";
+  }
+  md << "\n";
+  const fs::path doc_dir = fs::path(doc_path).parent_path();
+  for (size_t i = 0; i < catalog().size(); ++i) {
+    const Experiment& e = catalog()[i];
+    md << "## " << e.name << "\n\n" << e.claim << " (" << e.source << ")\n\n";
+    md << "- Command: `attn experiment " << e.name << " --budget full` (at most " << fixed(e.full_hours, 0)
+       << " hours on 2 cores).\n- Grid: " << e.grid << ".\n";
+    for (const Track& t : e.tracks) {
+      std::string budget;
+      for (const auto& [k, v] : t.full.items()) budget += (budget.empty() ? "" : ", ") + k + " " + v.dump();
+      md << "- " << t.data_label << ": " << t.base.value("model", std::string("?"))
+         << " unless the variant says otherwise; full budget: " << budget << "; 3 seeds.\n";
+    }
+    if (found[i].is_null()) {
+      md << "\nNot run at full budget yet.\n\n";
+      continue;
+    }
+    const json& r = found[i];
+    md << "- Run: " << r.at("date").get<std::string>() << ", " << r.at("threads").get<int>() << " threads, ISA "
+       << r.at("isa").get<std::string>() << ", " << format_duration(r.at("seconds").get<double>())
+       << " in all.\n\n";
+    md << results_markdown(r);
+    for (const json& t : r.at("tracks")) {
+      const std::string name = e.name + "-" + t.at("name").get<std::string>() + ".svg";
+      const fs::path src = fs::path(results_root) / e.name / "full" / ("curves-" + t.at("name").get<std::string>() + ".svg");
+      if (!fs::exists(src)) continue;
+      fs::create_directories(doc_dir / "experiments");
+      fs::copy_file(src, doc_dir / "experiments" / name, fs::copy_options::overwrite_existing);
+      md << "![" << e.name << ", " << t.at("data").get<std::string>() << "](experiments/" << name << ")\n\n";
+    }
+  }
+  io::write_file_atomic(doc_path, md.str());
+  return names;
+}
+
+}  // namespace attn::experiment

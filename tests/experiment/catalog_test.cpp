@@ -1,0 +1,158 @@
+// The experiments' catalog: names and variants are unique, every sub-claim names variants of its own
+// track, every variant's settings apply to a TrainConfig and build its model; and (outside the
+// sanitizer stage) every variant of every experiment trains one step and is read back by the runner,
+// whose files are well formed and which resumes a finished experiment without training again.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "attn/attn.h"
+#include "attn/experiment/experiment.h"
+#include "errors.h"
+#include "files.h"
+#include "slow.h"
+
+using namespace attn;
+using nlohmann::json;
+using test::error_of;
+namespace fs = std::filesystem;
+
+TEST(ExperimentCatalog, NamesVariantsAndClaimsAreConsistent) {
+  std::set<std::string> names;
+  for (const auto& e : experiment::catalog()) {
+    EXPECT_TRUE(names.insert(e.name).second) << e.name;
+    EXPECT_FALSE(e.claim.empty() || e.source.empty() || e.grid.empty()) << e.name;
+    EXPECT_FALSE(e.claims.empty()) << e.name;
+    for (const auto& t : e.tracks) {
+      std::set<std::string> variants;
+      for (const auto& v : t.variants) EXPECT_TRUE(variants.insert(v.name).second) << e.name << " " << v.name;
+      for (const auto& c : e.claims) {
+        if (c.track != t.name) continue;
+        double coeffs = 0;
+        bool probe_scalar = false;
+        for (const auto& term : c.contrast) {
+          coeffs += term.coeff;
+          probe_scalar = probe_scalar || !term.metric.empty();
+          for (const auto& v : term.variants) EXPECT_TRUE(variants.count(v)) << e.name << ": " << c.text << ": " << v;
+        }
+        // A contrast of metrics sums to zero (differences between variants); a probe's scalar stands alone.
+        if (!probe_scalar) EXPECT_EQ(coeffs, 0.0) << e.name << ": " << c.text;
+        else EXPECT_FALSE(t.probe.empty()) << e.name << ": " << c.text;
+        if (c.direction == experiment::Direction::equal) EXPECT_GT(c.delta, 0) << c.text;
+      }
+    }
+    for (const auto& c : e.claims) {
+      bool found = false;
+      for (const auto& t : e.tracks) found = found || t.name == c.track;
+      EXPECT_TRUE(found) << e.name << ": " << c.text;
+    }
+  }
+  EXPECT_EQ(error_of([] { experiment::find_experiment("nope"); }).rfind("attn experiment: no experiment 'nope' (known: ", 0),
+            0u);
+}
+
+// Every variant at every budget: the settings apply, and its model builds with them.
+TEST(ExperimentCatalog, EveryVariantsSettingsApplyAndItsModelBuilds) {
+  for (const auto& e : experiment::catalog())
+    for (const auto& t : e.tracks)
+      for (const auto& v : t.variants)
+        for (const char* budget : {"quick", "full", "smoke"}) {
+          train::TrainConfig cfg;
+          ASSERT_NO_THROW(experiment::apply_settings(cfg, experiment::run_settings(t, v, budget)))
+              << e.name << " " << v.name << " " << budget;
+          if (std::string(budget) == "smoke") {
+            EXPECT_EQ(cfg.max_steps, t.probe.empty() ? 1 : t.stages);
+            EXPECT_GT(cfg.limit_train, 0);
+          }
+          EXPECT_NO_THROW(models::create_shapes_only(cfg.model, cfg.model_config)) << e.name << " " << v.name;
+        }
+}
+
+// The probe's two numbers from a (layers, heads) table: the slope of the layers' means, and the first
+// layer's spread over heads minus the last's.
+TEST(ExperimentCatalog, DistanceSlopeAndSpread) {
+  const Tensor d = Tensor::from_vector(std::vector<double>{2, 10, 5, 9, 8, 8}, {3, 2});   // means 6, 7, 8
+  EXPECT_NEAR(experiment::distance_slope(d), 1.0, 1e-12);
+  EXPECT_NEAR(experiment::distance_spread_drop(d), std::sqrt(32.0) - 0.0, 1e-12);   // sd{2, 10} - sd{8, 8}
+  EXPECT_NE(error_of([] { experiment::distance_slope(Tensor::zeros({1, 3})); }).find("layers >= 2"), std::string::npos);
+}
+
+TEST(ExperimentCatalog, SettingsErrorsNameTheKey) {
+  train::TrainConfig cfg;
+  EXPECT_EQ(error_of([&] { experiment::apply_settings(cfg, {{"lr", "big"}}); }),
+            "experiment settings: key \"lr\": expected a positive number, found the string \"big\"");
+  EXPECT_EQ(error_of([&] { experiment::apply_settings(cfg, {{"model_config", 3}}); }),
+            "experiment settings: key \"model_config\": expected an object, found the number 3");
+  EXPECT_EQ(error_of([&] { experiment::apply_settings(cfg, {{"epoch", 3}}); }).rfind(
+                "experiment settings: unknown key \"epoch\"", 0),
+            0u);
+  const auto& e = experiment::find_experiment("qk-sharing");
+  EXPECT_EQ(error_of([&] { experiment::run_settings(e.tracks[0], e.tracks[0].variants[0], "long"); }),
+            "attn experiment: expected a budget of quick, full or smoke, got 'long'");
+}
+
+// One step of every variant of every experiment (the smoke budget, one seed), through the runner: the
+// results, table and plots are written, and a second call trains nothing and gives the same numbers.
+TEST(ExperimentCatalog, SlowEveryVariantRunsOneStep) {
+  const std::string out = test::fresh_tmp_dir("attn_experiment_test", "smoke");
+  set_num_threads(2);
+  for (const auto& e : experiment::catalog()) {
+    experiment::RunOptions o;
+    o.budget = "smoke";
+    o.seeds = 1;
+    o.out = out;
+    o.progress = false;
+    const experiment::Report r = experiment::run_experiment(e, o);
+    EXPECT_EQ(r.dir, out + "/" + e.name + "/smoke");
+    const json j = json::parse(std::ifstream(r.dir + "/results.json"));
+    EXPECT_EQ(j.at("experiment"), e.name);
+    size_t variants = 0;
+    for (const auto& t : e.tracks) variants += t.variants.size();
+    size_t got = 0;
+    for (const auto& t : j.at("tracks")) got += t.at("variants").size();
+    EXPECT_EQ(got, variants) << e.name;
+    for (const auto& c : j.at("claims")) EXPECT_EQ(c.at("verdict"), "not shown") << e.name << " (one seed: no interval)";
+    for (const auto& p : r.plots) EXPECT_GT(fs::file_size(p), 200u) << p;
+    for (const auto& t : e.tracks)
+      for (const auto& v : t.variants) {
+        const std::string run = r.dir + "/" + t.name + "/" + v.name + "/s0";
+        EXPECT_TRUE(fs::exists(run + "/metrics.json")) << run;
+        EXPECT_EQ(json::parse(std::ifstream(run + "/metrics.json")).at("steps"), t.probe.empty() ? 1 : t.stages) << run;
+        if (!t.probe.empty()) {   // one measurement per stage, (layers, heads) each
+          const json probe = json::parse(std::ifstream(run + "/probe.json"));
+          ASSERT_EQ(probe.size(), size_t(t.stages)) << run;
+          EXPECT_EQ(probe.back().at("step"), t.stages);
+          EXPECT_EQ(probe.back().at("distance").size(), 6u);
+          EXPECT_EQ(probe.back().at("distance").at(0).size(), 4u);
+        }
+      }
+    // Again: every run is read back; the same numbers.
+    const auto mtime = fs::last_write_time(r.dir + "/" + e.tracks[0].name + "/" + e.tracks[0].variants[0].name +
+                                           "/s0/metrics.json");
+    const experiment::Report again = experiment::run_experiment(e, o);
+    EXPECT_EQ(again.results.at("tracks"), r.results.at("tracks")) << e.name;
+    EXPECT_EQ(fs::last_write_time(r.dir + "/" + e.tracks[0].name + "/" + e.tracks[0].variants[0].name +
+                                  "/s0/metrics.json"),
+              mtime);
+  }
+  // A run directory of other settings is refused, naming it.
+  const auto& e = experiment::find_experiment("qk-sharing");
+  const std::string run = out + "/qk-sharing/smoke/fmnist/separate/s0/run.json";
+  json changed = json::parse(std::ifstream(run));
+  changed["settings"]["lr"] = 0.5;
+  std::ofstream(run) << changed.dump();
+  experiment::RunOptions o;
+  o.budget = "smoke";
+  o.seeds = 1;
+  o.out = out;
+  o.progress = false;
+  EXPECT_NE(error_of([&] { experiment::run_experiment(e, o); }).find("Remove that directory, or choose another --out"),
+            std::string::npos);
+}
