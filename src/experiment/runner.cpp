@@ -53,6 +53,12 @@ void apply_settings(train::TrainConfig& cfg, const json& settings) {
   cfg.image.batch = r.get_or<int64_t>("batch", cfg.image.batch, Range::positive);
   cfg.image.augment = r.get_or("augment", cfg.image.augment);
   cfg.max_minutes = r.get_or<double>("max_minutes", cfg.max_minutes, Range::non_negative);
+  cfg.translation.vocab_size = r.get_or<int64_t>("vocab_size", cfg.translation.vocab_size, Range::positive);
+  cfg.translation.max_tokens = r.get_or<int64_t>("max_tokens", cfg.translation.max_tokens, Range::positive);
+  cfg.translation.limit_test = r.get_or<int64_t>("limit_test", cfg.translation.limit_test, Range::non_negative);
+  cfg.translation.eval_sentences =
+      r.get_or<int64_t>("eval_sentences", cfg.translation.eval_sentences, Range::non_negative);
+  cfg.translation.beam = r.get_or<int64_t>("beam", cfg.translation.beam, Range::positive);
   r.finish();
 }
 
@@ -62,7 +68,8 @@ json run_settings(const Track& t, const Variant& v, const std::string& budget) {
   json s = t.base.is_null() ? json::object() : t.base;
   if (budget == "smoke") {
     // One step of each variant on a few examples: builds and runs every variant (tests).
-    s.merge_patch(json{{"limit_train", 256}, {"max_steps", 1}, {"warmup_steps", 1}, {"limit_eval", 64}});
+    s.merge_patch(t.smoke.is_null() ? json{{"limit_train", 256}, {"max_steps", 1}, {"warmup_steps", 1}, {"limit_eval", 64}}
+                                     : t.smoke);
   } else {
     s.merge_patch(budget == "quick" ? t.quick : t.full);
   }
@@ -103,6 +110,7 @@ RunResult read_run(const Track& t, const std::string& dir) {
   r.metric = number_at(m, t.metric, mpath);
   r.selection = number_at(m, t.selection, mpath);
   r.seconds = number_at(m, "seconds", mpath);
+  for (const std::string& k : t.extra_metrics) r.extra[k] = number_at(m, k, mpath);
   std::ifstream log(dir + "/log.jsonl");
   std::string line;
   while (std::getline(log, line)) {
@@ -181,7 +189,8 @@ RunResult train_or_read(const Track& t, const json& settings, uint64_t seed, con
   if (!t.probe.empty()) {
     r.probe = read_json_file(dir + "/probe.json");
     const Tensor d = distance_tensor(r.probe.back().at("distance"));
-    r.extra = {{"distance_slope", distance_slope(d)}, {"distance_spread_drop", distance_spread_drop(d)}};
+    r.extra["distance_slope"] = distance_slope(d);
+    r.extra["distance_spread_drop"] = distance_spread_drop(d);
   }
   return r;
 }

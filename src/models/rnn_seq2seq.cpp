@@ -23,7 +23,8 @@ nn::ScoreKind score_kind(const std::string& s) {
   if (s == "dot") return nn::ScoreKind::dot;
   if (s == "general") return nn::ScoreKind::general;
   if (s == "concat") return nn::ScoreKind::concat;
-  fail("rnn-attention: expected score \"dot\", \"general\" or \"concat\", got \"", s, "\"");
+  if (s == "cosine") return nn::ScoreKind::cosine;
+  fail("rnn-attention: expected score \"dot\", \"general\", \"concat\" or \"cosine\", got \"", s, "\"");
 }
 
 }  // namespace
@@ -57,7 +58,7 @@ RnnSeq2SeqConfig RnnSeq2SeqConfig::from_json(const nlohmann::json& j) {
   c.cell = r.one_of_or("cell", c.cell, {"gru", "lstm"});
   c.bidirectional = r.get_or("bidirectional", c.bidirectional);
   c.attention = r.one_of_or("attention", c.attention, {"bahdanau", "luong"});
-  c.score = r.one_of_or("score", c.score, {"dot", "general", "concat"});
+  c.score = r.one_of_or("score", c.score, {"dot", "general", "concat", "cosine"});
   c.local = r.one_of_or("local", c.local, {"none", "m", "p"});
   c.window = r.get_or("window", c.window, Range::non_negative);
   c.dropout = r.get_or("dropout", c.dropout, Range::probability);
@@ -102,6 +103,8 @@ RnnSeq2Seq::RnnSeq2Seq(const RnnSeq2SeqConfig& c, Generator& g) : cfg_(c) {
              ": tie_embeddings needs emb_dim == hidden (the output projection reads h~ of width hidden), got emb_dim ",
              c.emb_dim, " and hidden ", c.hidden);
   const nn::ScoreKind kind = score_kind(c.score);
+  ATTN_CHECK(kind != nn::ScoreKind::cosine || c.local == "none", op,
+             ": cosine scores take global attention (local \"none\"), got local \"", c.local, "\"");
   const bool lstm = c.cell == "lstm";
   const int64_t D = c.bidirectional ? 2 : 1, H = c.hidden;
 
@@ -121,6 +124,7 @@ RnnSeq2Seq::RnnSeq2Seq(const RnnSeq2SeqConfig& c, Generator& g) : cfg_(c) {
   nn::ScoreOptions so{.kind = kind, .query_dim = H, .key_dim = H, .attn_dim = H};
   if (c.local == "none") {
     attn = register_module("attn", std::make_shared<nn::ScoreAttention>(so, g));
+    if (kind == nn::ScoreKind::cosine) attn_beta = register_module("attn_beta", std::make_shared<nn::Linear>(H, 1, true, g));
   } else {
     nn::LocalAttentionOptions lo{.mode = c.local == "m" ? nn::LocalMode::monotonic : nn::LocalMode::predictive,
                                  .score = so, .window = c.window};
@@ -182,6 +186,12 @@ std::unique_ptr<RnnDecodeState> RnnSeq2Seq::encode(const Tensor& src, const Tens
 
 nn::AttentionResult RnnSeq2Seq::attend(const Tensor& query, const RnnDecodeState& st) const {
   if (local_attn) return local_attn->forward(query, st.memory, st.t, st.src_pad);
+  if (attn_beta) {   // cosine: beta = 1 + softplus(w·s + b), softplus(x) = relu(x) + log(1 + exp(-|x|))
+    const Tensor z = attn_beta->forward(query).squeeze(-1);
+    const Tensor beta = add(relu(z) + log(add(exp(neg(abs(z))), 1.0)), 1.0);
+    const Tensor a = nn::masked_softmax(attn->score(query, st.memory, beta), st.src_pad);
+    return {nn::detail::weighted_sum(a, st.memory), a};
+  }
   return attn->forward(query, st.memory, st.src_pad);
 }
 

@@ -264,8 +264,14 @@ std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::train(const std:
   VectorIterator it(sentences);
   std::string proto;
   const auto status = sentencepiece::SentencePieceTrainer::Train(kwargs, &it, &proto);
+  // A corpus too small for the vocabulary is the likely user error (e.g. --limit-train with the default
+  // --vocab-size): say which setting to lower.
+  const bool too_big = !status.ok() && status.ToString().find("Vocabulary size too high") != std::string::npos;
   ATTN_CHECK(status.ok(), "SentencePieceTokenizer::train (", o.model_type, ", vocab ", o.vocab_size, ", ",
-             sentences.size(), " sentences): ", status.ToString());
+             sentences.size(), " sentences): ", status.ToString(),
+             too_big ? " (these sentences hold fewer pieces than the vocabulary asks: lower the vocabulary size, "
+                       "e.g. attn train --vocab-size)"
+                     : "");
   return from_serialized_proto(proto);
 }
 

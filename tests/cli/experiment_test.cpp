@@ -33,7 +33,7 @@ TEST(ExperimentCli, ListsAndRefusesUnknownNames) {
   const auto l = run_attn(dir, {"experiment", "--list"});
   ASSERT_EQ(l.code, 0) << l.err;
   for (const char* name : {"scaling", "heads", "qk-sharing", "cls-vs-gap", "positions", "inductive-bias", "norm",
-                           "attention-distance"})
+                           "attention-distance", "scores"})
     EXPECT_NE(l.out.find(name), std::string::npos) << name;
   const auto bad = run_attn(dir, {"experiment", "qk-shring"});
   EXPECT_EQ(bad.code, 1);

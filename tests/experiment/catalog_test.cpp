@@ -4,6 +4,7 @@
 // whose files are well formed and which resumes a finished experiment without training again.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -42,9 +43,14 @@ TEST(ExperimentCatalog, NamesVariantsAndClaimsAreConsistent) {
           probe_scalar = probe_scalar || !term.metric.empty();
           for (const auto& v : term.variants) EXPECT_TRUE(variants.count(v)) << e.name << ": " << c.text << ": " << v;
         }
-        // A contrast of metrics sums to zero (differences between variants); a probe's scalar stands alone.
-        if (!probe_scalar) EXPECT_EQ(coeffs, 0.0) << e.name << ": " << c.text;
-        else EXPECT_FALSE(t.probe.empty()) << e.name << ": " << c.text;
+        // A contrast sums to zero (differences between variants); only a probe's scalar stands alone.
+        if (c.contrast.size() > 1) EXPECT_EQ(coeffs, 0.0) << e.name << ": " << c.text;
+        else EXPECT_TRUE(probe_scalar && !t.probe.empty()) << e.name << ": " << c.text;
+        for (const auto& term : c.contrast)   // another metric: one the track gives
+          if (!term.metric.empty())
+            EXPECT_TRUE(!t.probe.empty() || std::find(t.extra_metrics.begin(), t.extra_metrics.end(), term.metric) !=
+                                                t.extra_metrics.end())
+                << e.name << ": " << c.text << ": " << term.metric;
         if (c.direction == experiment::Direction::equal) EXPECT_GT(c.delta, 0) << c.text;
       }
     }

@@ -84,7 +84,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Cfg{{"cell", "lstm"}, {"attention", "luong"}, {"local", "m"}, {"window", 2}},
                       Cfg{{"cell", "gru"}, {"attention", "luong"}, {"local", "p"}, {"window", 2}},
                       Cfg{{"cell", "gru"}, {"attention", "bahdanau"}, {"local", "m"}, {"window", 1}},
-                      Cfg{{"cell", "gru"}, {"emb_dim", 10}, {"tie_embeddings", true}}));
+                      Cfg{{"cell", "gru"}, {"emb_dim", 10}, {"tie_embeddings", true}},
+                      Cfg{{"cell", "gru"}, {"attention", "bahdanau"}, {"score", "cosine"}}));
 
 TEST(RnnSeq2Seq, SelectReordersRowsForBeamSearch) {
   Generator g(6);
@@ -135,7 +136,9 @@ TEST_P(RnnSeq2SeqVsTorch, LogitsAndGradients) {
 INSTANTIATE_TEST_SUITE_P(Configs, RnnSeq2SeqVsTorch,
                          ::testing::Values(Cfg{{"cell", "lstm"}, {"attention", "luong"}, {"score", "general"}},
                                            Cfg{{"cell", "gru"}, {"attention", "bahdanau"}, {"score", "concat"},
-                                               {"bidirectional", true}, {"share_embeddings", false}}));
+                                               {"bidirectional", true}, {"share_embeddings", false}},
+                                           Cfg{{"cell", "lstm"}, {"attention", "luong"}, {"score", "cosine"}},
+                                           Cfg{{"cell", "gru"}, {"attention", "bahdanau"}, {"score", "cosine"}}));
 
 TEST(RnnSeq2Seq, ConfigDefaultsAndMessages) {
   const auto d = models::RnnSeq2Seq::defaults();
@@ -152,8 +155,10 @@ TEST(RnnSeq2Seq, ConfigDefaultsAndMessages) {
   EXPECT_EQ(msg({{"hiden", 4}}).rfind("rnn-attention config: unknown key \"hiden\" (known: model, vocab_size, ", 0),
             0u);
   EXPECT_EQ(msg({{"vocab_size", 11}, {"score", "bilinear"}}),
-            "rnn-attention config: key \"score\": expected one of \"dot\", \"general\", \"concat\", found the string "
+            "rnn-attention config: key \"score\": expected one of \"dot\", \"general\", \"concat\", \"cosine\", found the string "
             "\"bilinear\"");
+  EXPECT_EQ(msg({{"vocab_size", 11}, {"score", "cosine"}, {"local", "p"}}),
+            "rnn-attention: cosine scores take global attention (local \"none\"), got local \"p\"");
   EXPECT_EQ(msg({{"vocab_size", 11}, {"emb_dim", 4}, {"hidden", 6}, {"tie_embeddings", true}}),
             "rnn-attention: tie_embeddings needs emb_dim == hidden (the output projection reads h~ of width hidden), "
             "got emb_dim 4 and hidden 6");

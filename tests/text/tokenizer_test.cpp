@@ -328,6 +328,7 @@ TEST(SentencePiece, BpeAndErrors) {
   const std::string e = error_of([] { SentencePieceTokenizer::train({"tiny text"}, 5000); });
   EXPECT_EQ(e.rfind("SentencePieceTokenizer::train (unigram, vocab 5000, 1 sentences): ", 0), 0u) << e;
   std::cout << "too-large vocab: " << e << "\n";
+  EXPECT_NE(e.find("lower the vocabulary size, e.g. attn train --vocab-size"), std::string::npos) << e;
   EXPECT_EQ(error_of([] { SentencePieceTokenizer::load("/nonexistent.model"); }),
             "SentencePieceTokenizer::load: cannot open /nonexistent.model");
 }

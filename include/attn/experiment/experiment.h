@@ -44,6 +44,8 @@ struct Track {
   std::string curve;            // log.jsonl's key plotted against the step: "val_accuracy"
   nlohmann::json base;          // every variant's settings
   nlohmann::json quick, full;   // the budgets' settings (over base; a variant's own settings win)
+  nlohmann::json smoke;         // the smoke budget's (null: 256 examples, one step, 64 evaluated)
+  std::vector<std::string> extra_metrics;   // more metrics.json numbers a sub-claim may read (tokens_per_second)
   std::vector<Variant> variants;   // the first is the baseline of the table's differences
   // "attention_distance": each run (a ViT on Fashion-MNIST; its settings must give max_steps) trains in
   // `stages` equal parts, and after each the mean attention distance of every layer and head is measured
@@ -92,7 +94,8 @@ const Experiment& find_experiment(const std::string& name);
 // Sets the TrainConfig fields that `settings` names: model (string), model_config (object, merged into
 // cfg.model_config), data (string), lr, min_lr, warmup_epochs, weight_decay, label_smoothing (numbers),
 // epochs, max_steps, warmup_steps, eval_every, checkpoint_every, limit_train, limit_eval, batch (integers), augment
-// (boolean), max_minutes (number). Any other key, or a value of the wrong type, throws attn::ConfigError.
+// (boolean), max_minutes (number); translation: vocab_size, max_tokens, limit_test, eval_sentences, beam
+// (integers). Any other key, or a value of the wrong type, throws attn::ConfigError.
 void apply_settings(train::TrainConfig& cfg, const nlohmann::json& settings);
 // The mean attention distance (L, NH), in pixels, of the ViT in an attn checkpoint, over the first `images`
 // Fashion-MNIST test images (normalized as in training) from `data_dir`.

@@ -16,8 +16,12 @@
 //   bahdanau: c_t = attn(s_{t-1}^top, h);  s_t = RNN([emb(y); c_t], s_{t-1})
 //   luong:    s_t = RNN([emb(y); h~_{t-1}], s_{t-1}) (input feeding, h~_0 = 0);  c_t = attn(s_t^top, h)
 //   both:     h~_t = tanh(W_c [c_t; s_t^top]) ("W_c", no bias);  logits = output_proj(dropout(h~_t))
-// attn: nn::ScoreAttention (score dot | general | concat; Bahdanau's paper is concat) or, with
+// attn: nn::ScoreAttention (score dot | general | concat | cosine; Bahdanau's paper is concat) or, with
 //   local "m" / "p", nn::LocalAttention with window D (local-m aligns p_t = t, the decoder step).
+//   cosine (global attention only) is the Neural Turing Machine's content addressing (Graves et al.
+//   2014): beta_t cos(s, h_j), the sharpening beta_t = 1 + softplus(w·s + b) emitted by the decoder
+//   state through "attn_beta" (Linear H -> 1): cosine similarity alone lies in [-1, 1], too flat for a
+//   softmax over a sentence.
 //   Padded source positions get zero weight.
 // Names: "src_embed", "tgt_embed" (the same module when share_embeddings), "encoder.*" (torch
 //   nn.GRU/LSTM names), "bridge_h", "bridge_c", "decoder.*" (nn.GRU/LSTM, run one step at a time;
@@ -25,7 +29,7 @@
 //   tgt_embed.weight when tie_embeddings, which needs E == H). Embeddings init N(0, 1) (torch).
 // Config JSON: {"model": "rnn-attention", "vocab_size", "emb_dim", "hidden", "layers",
 //   "cell": "gru"|"lstm", "bidirectional", "attention": "bahdanau"|"luong",
-//   "score": "dot"|"general"|"concat", "local": "none"|"m"|"p", "window", "dropout", "max_length",
+//   "score": "dot"|"general"|"concat"|"cosine", "local": "none"|"m"|"p", "window", "dropout", "max_length",
 //   "share_embeddings", "tie_embeddings"}; unknown keys are an error.
 #pragma once
 #include <cstdint>
@@ -52,7 +56,7 @@ struct RnnSeq2SeqConfig {
   std::string cell = "gru";   // "gru" | "lstm"
   bool bidirectional = true;  // encoder
   std::string attention = "luong";   // "bahdanau" | "luong"
-  std::string score = "general";     // "dot" | "general" | "concat"
+  std::string score = "general";     // "dot" | "general" | "concat" | "cosine"
   std::string local = "none";        // "none" | "m" | "p"
   int64_t window = 10;               // D of local attention
   double dropout = 0.2;
@@ -100,6 +104,7 @@ class RnnSeq2Seq : public Seq2SeqModel {
   std::shared_ptr<nn::RnnBase> decoder;
   std::shared_ptr<nn::ScoreAttention> attn;          // global attention
   std::shared_ptr<nn::LocalAttention> local_attn;    // local-m / local-p (registered as "attn")
+  std::shared_ptr<nn::Linear> attn_beta;              // cosine scores: the sharpening's Linear (H -> 1)
   std::shared_ptr<nn::Linear> W_c;
   std::shared_ptr<nn::Linear> output_proj;
   std::shared_ptr<nn::Dropout> drop;

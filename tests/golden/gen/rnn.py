@@ -6,6 +6,7 @@ upstream gradients under "g.<output>". Outputs: the forward results, "d.<param>"
 """
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 
@@ -99,6 +100,8 @@ class _Seq2Seq(nn.Module):
             self.attn.W_a = nn.Linear(H, H, bias=False)
             self.attn.U_a = nn.Linear(H, H, bias=False)
             self.attn.v_a = nn.Linear(H, 1, bias=False)
+        elif a["score"] == "cosine":   # NTM content addressing: beta = 1 + softplus(w s + b)
+            self.attn_beta = nn.Linear(H, 1)
         self.W_c = nn.Linear(2 * H, H, bias=False)
         self.output_proj = nn.Linear(H, V)
 
@@ -108,6 +111,11 @@ class _Seq2Seq(nn.Module):
             e = (mem * s[:, None, :]).sum(-1)
         elif kind == "general":   # sᵀ W_a h
             e = (self.attn.W_a(mem) * s[:, None, :]).sum(-1)
+        elif kind == "cosine":    # beta cos(s, h), norms clamped at 1e-8
+            beta = 1 + F.softplus(self.attn_beta(s)).squeeze(-1)
+            sn = s / s.norm(dim=-1, keepdim=True).clamp_min(1e-8)
+            hn = mem / mem.norm(dim=-1, keepdim=True).clamp_min(1e-8)
+            e = beta[:, None] * (hn * sn[:, None, :]).sum(-1)
         else:                     # v_aᵀ tanh(W_a s + U_a h)
             e = self.attn.v_a(torch.tanh(self.attn.W_a(s)[:, None, :] + self.attn.U_a(mem))).squeeze(-1)
         w = torch.softmax(e.masked_fill(pad, float("-inf")), -1)
