@@ -127,7 +127,8 @@ std::string doc_header() {
          "result); `--budget full` is what this page reports. A half-done experiment resumes where it stopped: each\n"
          "seed of each variant is an ordinary resumable training run under `runs/experiments/NAME/BUDGET/`, next to\n"
          "`results.json` (every number below, per seed), `table.md` and `curves-*.svg`. This page is regenerated\n"
-         "from those files by `attn experiment --write-docs docs/experiments.md`.\n\n"
+         "from those files by `attn experiment --write-docs docs/experiments.md`, which keeps a copy of each\n"
+         "results.json and plot in `docs/experiments/`.\n\n"
          "A claim that this data does not support is reported as such: the point is to find out, not to agree.\n\n";
 }
 
@@ -139,9 +140,19 @@ std::vector<std::string> write_docs(const std::string& results_root, const std::
   md << "| experiment | claim | source | verdicts |\n|---|---|---|---|\n";
   std::vector<json> found(catalog().size());
   std::vector<std::string> names;
+  const fs::path doc_dir = fs::path(doc_path).parent_path();
   for (size_t i = 0; i < catalog().size(); ++i) {
     const Experiment& e = catalog()[i];
-    const std::string path = results_root + "/" + e.name + "/full/results.json";
+    // The run's results.json, kept beside the page (experiments/NAME.json) so that the page can be
+    // regenerated where the runs are not; without a run here, the kept copy.
+    std::string path = results_root + "/" + e.name + "/full/results.json";
+    const fs::path kept = doc_dir / "experiments" / (e.name + ".json");
+    if (fs::exists(path)) {
+      fs::create_directories(kept.parent_path());
+      fs::copy_file(path, kept, fs::copy_options::overwrite_existing);
+    } else {
+      path = kept.string();
+    }
     std::string verdicts = "not run at full budget yet";
     if (fs::exists(path)) {
       std::ifstream f(path);
@@ -159,7 +170,6 @@ std::vector<std::string> write_docs(const std::string& results_root, const std::
     md << "| [" << e.name << "](#" << e.name << ") | " << e.claim << " | " << e.source << " | " << verdicts << " |\n";
   }
   md << "\n";
-  const fs::path doc_dir = fs::path(doc_path).parent_path();
   for (size_t i = 0; i < catalog().size(); ++i) {
     const Experiment& e = catalog()[i];
     md << "## " << e.name << "\n\n" << e.claim << " (" << e.source << ")\n\n";
@@ -183,9 +193,11 @@ std::vector<std::string> write_docs(const std::string& results_root, const std::
     for (const json& t : r.at("tracks")) {
       const std::string name = e.name + "-" + t.at("name").get<std::string>() + ".svg";
       const fs::path src = fs::path(results_root) / e.name / "full" / ("curves-" + t.at("name").get<std::string>() + ".svg");
-      if (!fs::exists(src)) continue;
-      fs::create_directories(doc_dir / "experiments");
-      fs::copy_file(src, doc_dir / "experiments" / name, fs::copy_options::overwrite_existing);
+      if (fs::exists(src)) {
+        fs::create_directories(doc_dir / "experiments");
+        fs::copy_file(src, doc_dir / "experiments" / name, fs::copy_options::overwrite_existing);
+      }
+      if (!fs::exists(doc_dir / "experiments" / name)) continue;
       md << "![" << e.name << ", " << t.at("data").get<std::string>() << "](experiments/" << name << ")\n\n";
     }
   }

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 #include <vector>
@@ -148,6 +149,27 @@ TEST(ExperimentCatalog, SlowEveryVariantRunsOneStep) {
                                   "/s0/metrics.json"),
               mtime);
   }
+  // The docs page from full-budget results (the smoke ones standing in): the section's table and verdicts,
+  // the kept copies beside the page, and the same page again from those copies alone.
+  fs::create_directories(out + "/qk-sharing/full");
+  fs::copy_file(out + "/qk-sharing/smoke/results.json", out + "/qk-sharing/full/results.json");
+  fs::copy_file(out + "/qk-sharing/smoke/curves-fmnist.svg", out + "/qk-sharing/full/curves-fmnist.svg");
+  const std::string doc = out + "/docs/experiments.md";
+  fs::create_directories(out + "/docs");
+  EXPECT_EQ(experiment::write_docs(out, doc), std::vector<std::string>{"qk-sharing"});
+  auto read = [](const std::string& p) {
+    std::ifstream f(p);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  const std::string page = read(doc);
+  EXPECT_NE(page.find("| separate W_Q and W_K beat a shared projection | better: above 0 |"), std::string::npos);
+  EXPECT_NE(page.find("![qk-sharing, Fashion-MNIST](experiments/qk-sharing-fmnist.svg)"), std::string::npos);
+  EXPECT_NE(page.find("## positions"), std::string::npos);
+  EXPECT_TRUE(fs::exists(out + "/docs/experiments/qk-sharing.json"));
+  fs::remove_all(out + "/qk-sharing/full");
+  experiment::write_docs(out + "/none", doc);
+  EXPECT_EQ(read(doc), page);
+
   // A run directory of other settings is refused, naming it.
   const auto& e = experiment::find_experiment("qk-sharing");
   const std::string run = out + "/qk-sharing/smoke/fmnist/separate/s0/run.json";

@@ -136,8 +136,10 @@ std::string results_markdown(const nlohmann::json& results);
 
 // docs/experiments.md from the catalog and the full-budget results under `results_root`
 // (results_root/NAME/full/results.json, where there is one): each claim, its source, the command, the
-// grid, and the table, the plots (copied next to `doc_path` under experiments/) and the verdicts, or a
-// line saying it has not been run at full budget. Returns the experiments it found results for.
+// grid, and the table, the plots and the verdicts, or a line saying it has not been run at full budget.
+// Each results.json and plot found is copied beside `doc_path` under experiments/ (NAME.json,
+// NAME-TRACK.svg), and those copies stand in where results_root has no run. Returns the experiments it
+// found results for.
 std::vector<std::string> write_docs(const std::string& results_root, const std::string& doc_path);
 
 }  // namespace attn::experiment
