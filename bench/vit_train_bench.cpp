@@ -126,12 +126,13 @@ int main(int argc, char** argv) {
   for (auto& y : ys) y = g.randint(10);
   Tensor y = Tensor::from_vector(ys, {B});
   // Forward, loss and backward under bf16 mixed precision where `mixed`; the optimizer's step in f32.
+  auto forward_backward = [&](bool mixed) {
+    const AutocastBf16Guard mp(mixed);
+    Tensor loss = cross_entropy(model->forward(x), y, {.label_smoothing = 0.1});
+    loss.backward();
+  };
   auto step = [&](bool mixed) {
-    {
-      const AutocastBf16Guard mp(mixed);
-      Tensor loss = cross_entropy(model->forward(x), y, {.label_smoothing = 0.1});
-      loss.backward();
-    }
+    forward_backward(mixed);
     opt.step();
     opt.zero_grad();
   };
@@ -202,9 +203,7 @@ int main(int argc, char** argv) {
     std::vector<GemmCall> calls;
     {
       GemmRecorder rec;
-      const AutocastBf16Guard mp(bf16);
-      Tensor loss = cross_entropy(model->forward(x), y, {.label_smoothing = 0.1});
-      loss.backward();
+      forward_backward(bf16);
       calls = rec.calls();
     }
     opt.zero_grad();

@@ -123,43 +123,26 @@ void add_inspect(CLI::App& app) {
     }
 
     // Mean attention distance over the images, a batch at a time.
-    const int64_t px_per_token = vit->cfg().image_size / vit->grid();
-    Tensor sum;
-    int64_t seen = 0;
-    auto add_batch = [&](const Tensor& x) {
-      NoGradGuard ng;
-      const Tensor d = viz::mean_attention_distance(vit->attention_maps(x), vit->num_prefix_tokens(), vit->grid(),
-                                                      px_per_token);
-      const Tensor w = d * double(x.size(0));
-      sum = sum.defined() ? sum + w : w;
-      seen += x.size(0);
-    };
+    viz::AttentionDistance dist(*vit);
     std::string images_from;
     if (!images.empty()) {
       for (size_t first = 0; first < images.size(); first += size_t(o->batch)) {
         std::vector<Tensor> xs;
         for (size_t i = first; i < std::min(images.size(), first + size_t(o->batch)); ++i)
           xs.push_back(data::preprocess_file(images[i], cl.preprocess));
-        add_batch(stack(xs, 0));
+        dist.add(stack(xs, 0));
       }
       images_from = std::to_string(images.size()) + " images";
     } else if (data == "fashion-mnist") {
-      const auto test = data::FashionMnist::load(o->data_dir, data::Split::test);
-      const auto [mean, std] = data::dataset_normalization(data);
-      const int64_t n = std::min(o->count, test.size());
-      const Tensor all = test.images_f32().slice(0, 0, n);   // (n, 1, 28, 28) in [0, 1]
-      for (int64_t first = 0; first < n; first += o->batch) {
-        Tensor x = all.slice(0, first, std::min(n, first + o->batch)).contiguous();
-        x = (x - double(mean[0])) / double(std[0]);
-        add_batch(x);
-      }
-      images_from = "the first " + std::to_string(n) + " Fashion-MNIST test images";
+      dist = viz::fashion_mnist_attention_distance(*vit, o->data_dir, o->count, o->batch);
+      images_from = "the first " + std::to_string(dist.images()) + " Fashion-MNIST test images";
     }
+    const int64_t seen = dist.images();
     if (seen > 0) {
       j["images"] = seen;
       text += "mean attention distance in pixels (" + images_from + "; image " +
               std::to_string(vit->cfg().image_size) + " px), per layer: min / mean / max over the heads\n";
-      text += report_attention_distance(sum / double(seen), o->out + "/attention_distance.svg",
+      text += report_attention_distance(dist.mean(), o->out + "/attention_distance.svg",
                                         "mean attention distance (pixels), " + cl.model_name + ", " + images_from, j);
     } else {
       text += "mean attention distance: no images (give IMAGE... files)\n";

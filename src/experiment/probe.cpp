@@ -1,17 +1,12 @@
 // Measurements an experiment takes of a trained model besides its metric: the ViT's mean attention
 // distance per layer and head, and the two numbers its claim is judged by (attn/experiment/experiment.h).
-#include <algorithm>
 #include <cmath>
 #include <string>
 
-#include "attn/autograd/grad_mode.h"
 #include "attn/core/error.h"
-#include "attn/data/dataset.h"
-#include "attn/data/fashion_mnist.h"
 #include "attn/experiment/experiment.h"
 #include "attn/models/pretrained.h"
 #include "attn/models/vit.h"
-#include "attn/ops/elementwise.h"
 #include "attn/viz/inspect.h"
 
 namespace attn::experiment {
@@ -25,20 +20,7 @@ Tensor checkpoint_attention_distance(const std::string& checkpoint, int64_t imag
   ATTN_CHECK(vit != nullptr, "attention distance: the model of '", checkpoint, "' (", p.model_name,
              ") is not a Vision Transformer");
   vit->eval();
-  const auto test = data::FashionMnist::load(data_dir, data::Split::test);
-  const auto [mean, std] = data::dataset_normalization("fashion-mnist");
-  const int64_t n = std::min(images, test.size()), batch = 64;
-  const Tensor all = test.images_f32().slice(0, 0, n);
-  const int64_t px = vit->cfg().image_size / vit->grid();
-  Tensor sum;
-  for (int64_t first = 0; first < n; first += batch) {
-    NoGradGuard ng;
-    const Tensor x = (all.slice(0, first, std::min(n, first + batch)).contiguous() - double(mean[0])) / double(std[0]);
-    const Tensor d = viz::mean_attention_distance(vit->attention_maps(x), vit->num_prefix_tokens(), vit->grid(), px) *
-                     double(x.size(0));
-    sum = sum.defined() ? sum + d : d;
-  }
-  return sum / double(n);
+  return viz::fashion_mnist_attention_distance(*vit, data_dir, images, 64).mean();
 }
 
 namespace {

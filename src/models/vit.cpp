@@ -125,23 +125,30 @@ VitBlock::VitBlock(const VitConfig& c, double dp, int64_t grid) : norm_first_(c.
 
 Tensor VitBlock::attention_bias() const { return rel_pos ? rel_pos->forward() : Tensor(); }
 
+namespace {
+// BatchNorm over the channels of (B, T, D) tokens, the B·T tokens as its batch: torch's BatchNorm1d on
+// x.transpose(1, 2).
+Tensor token_batch_norm(const nn::BatchNorm2d& bn, const Tensor& x) {
+  return bn.forward(x.reshape({x.size(0) * x.size(1), x.size(2)})).reshape(x.shape());
+}
+}  // namespace
+
 Tensor VitBlock::norm(int which, const Tensor& x) const {
   const auto& ln = which == 1 ? norm1 : norm2;
-  if (ln) return ln->forward(x);
-  // BatchNorm over the channels, the (B, T) tokens as its batch: torch's BatchNorm1d on x.transpose(1, 2).
-  const int64_t B = x.size(0), T = x.size(1), D = x.size(2);
-  return (which == 1 ? bn1 : bn2)->forward(x.reshape({B * T, D})).reshape({B, T, D});
+  return ln ? ln->forward(x) : token_batch_norm(*(which == 1 ? bn1 : bn2), x);
 }
 
-Tensor VitBlock::forward(const Tensor& x_in) const {
-  Tensor x = x_in;
+Tensor VitBlock::after_attention(const Tensor& x, const Tensor& attn_out) const {
   if (!norm_first_) {   // post-norm: x = norm(x + f(x))
-    x = norm(1, x + drop_path->forward(attn->forward(x, attention_bias()).out));
-    return norm(2, x + drop_path->forward(mlp->forward(x)));
+    const Tensor y = norm(1, x + drop_path->forward(attn_out));
+    return norm(2, y + drop_path->forward(mlp->forward(y)));
   }
-  x = x + drop_path->forward(attn->forward(norm(1, x), attention_bias()).out);
-  x = x + drop_path->forward(mlp->forward(norm(2, x)));
-  return x;
+  const Tensor y = x + drop_path->forward(attn_out);
+  return y + drop_path->forward(mlp->forward(norm(2, y)));
+}
+
+Tensor VitBlock::forward(const Tensor& x) const {
+  return after_attention(x, attn->forward(norm_first_ ? norm(1, x) : x, attention_bias()).out);
 }
 
 std::pair<Tensor, Tensor> VitBlock::forward_fused(const Tensor& x, const Tensor& pending) const {
@@ -165,17 +172,10 @@ std::pair<Tensor, Tensor> VitBlock::forward_fused(const Tensor& x, const Tensor&
   return {s1, drop_path->forward(mlp->forward(h2))};
 }
 
-Tensor VitBlock::forward_with_attention(const Tensor& x_in, Tensor& weights) const {
-  Tensor x = x_in;
+Tensor VitBlock::forward_with_attention(const Tensor& x, Tensor& weights) const {
   nn::MultiHeadResult r = attn->forward(norm_first_ ? norm(1, x) : x, attention_bias(), /*need_weights=*/true);
   weights = r.weights;
-  if (!norm_first_) {
-    x = norm(1, x + drop_path->forward(r.out));
-    return norm(2, x + drop_path->forward(mlp->forward(x)));
-  }
-  x = x + drop_path->forward(r.out);
-  x = x + drop_path->forward(mlp->forward(norm(2, x)));
-  return x;
+  return after_attention(x, r.out);
 }
 
 // ---- model ----
@@ -283,8 +283,7 @@ Tensor VisionTransformer::forward_features(const Tensor& images) const {
   Tensor x = embed(images), pending;
   if (!norm_) {   // BatchNorm or post-norm: block by block (the fusion is LayerNorm's); a final BatchNorm
     for (const auto& b : *blocks_) x = b->forward(x);
-    if (!bn_) return x;
-    return bn_->forward(x.reshape({x.size(0) * x.size(1), x.size(2)})).reshape(x.shape());
+    return bn_ ? token_batch_norm(*bn_, x) : x;
   }
   for (const auto& b : *blocks_) std::tie(x, pending) = b->forward_fused(x, pending);
   if (!pending.defined()) return norm_->forward(x);

@@ -4,7 +4,11 @@
 #include <cmath>
 #include <vector>
 
+#include "attn/autograd/grad_mode.h"
 #include "attn/core/error.h"
+#include "attn/data/dataset.h"
+#include "attn/data/fashion_mnist.h"
+#include "attn/ops/elementwise.h"
 #include "attn/viz/heatmap.h"
 
 namespace attn::viz {
@@ -98,6 +102,38 @@ Tensor mean_attention_distance(const Tensor& maps, int64_t num_prefix, int64_t g
       o[l * NH + h] = total / double(B * n);
     }
   return out;
+}
+
+}  // namespace attn::viz
+
+namespace attn::viz {
+
+void AttentionDistance::add(const Tensor& images) {
+  NoGradGuard ng;
+  const int64_t px = vit_->cfg().image_size / vit_->grid();
+  const Tensor d = mean_attention_distance(vit_->attention_maps(images), vit_->num_prefix_tokens(), vit_->grid(), px) *
+                   double(images.size(0));
+  sum_ = sum_.defined() ? sum_ + d : d;
+  images_ += images.size(0);
+}
+
+Tensor AttentionDistance::mean() const {
+  ATTN_CHECK(images_ > 0, "AttentionDistance: no images were added");
+  return sum_ / double(images_);
+}
+
+AttentionDistance fashion_mnist_attention_distance(const models::VisionTransformer& vit, const std::string& data_dir,
+                                                   int64_t count, int64_t batch) {
+  ATTN_CHECK(count >= 1 && batch >= 1, "fashion_mnist_attention_distance: expected count and batch >= 1, got ", count,
+             " and ", batch);
+  const auto test = data::FashionMnist::load(data_dir, data::Split::test);
+  const auto [mean, std] = data::dataset_normalization("fashion-mnist");
+  const int64_t n = std::min(count, test.size());
+  const Tensor all = test.images_f32().slice(0, 0, n);   // (n, 1, 28, 28) in [0, 1]
+  AttentionDistance d(vit);
+  for (int64_t first = 0; first < n; first += batch)
+    d.add((all.slice(0, first, std::min(n, first + batch)).contiguous() - double(mean[0])) / double(std[0]));
+  return d;
 }
 
 }  // namespace attn::viz

@@ -88,6 +88,9 @@ class VitBlock : public nn::Module {
  private:
   Tensor attention_bias() const;   // rel_pos's (NH, T, T) bias, or undefined
   Tensor norm(int which, const Tensor& x) const;   // norm1 / norm2, LayerNorm or BatchNorm
+  // The block's output from its input x and its attention branch's output (before drop-path): the
+  // residual adds, the MLP and the norms, pre- or post-norm.
+  Tensor after_attention(const Tensor& x, const Tensor& attn_out) const;
   bool norm_first_ = true;
 };
 

@@ -6,6 +6,7 @@
 //   data::write_png("pos.png", viz::render_pos_embed_similarity(s, vit.grid()));
 //   Tensor maps = vit.attention_maps(images);                       // (L, B, NH, T, T)
 //   Tensor d = viz::mean_attention_distance(maps, vit.num_prefix_tokens(), vit.grid(), 16);   // (L, NH) px
+//   Tensor f = viz::fashion_mnist_attention_distance(vit, dir, 256, 64).mean();   // over 256 test images
 //
 // Position-embedding similarity: entry (i, j) is the cosine similarity of patch i's and patch j's
 // position embeddings (the prefix tokens' rows left out), as the paper's figure 7 (centre) draws it:
@@ -22,6 +23,7 @@
 // attend globally.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "attn/core/tensor.h"
 #include "attn/models/vit.h"
@@ -41,5 +43,24 @@ Tensor render_pos_embed_similarity(const Tensor& similarity, int64_t grid, int64
 // maps: (L, B, NH, T, T) attention weights with T = num_prefix + grid^2 -> (L, NH) f64 pixels,
 // averaged over the B images and the grid^2 query patches.
 Tensor mean_attention_distance(const Tensor& maps, int64_t num_prefix, int64_t grid, int64_t patch_size);
+
+// The mean attention distance of `vit` (in eval mode) over many images, a batch at a time: add() each
+// (B, C, H, W) batch of model-ready images, mean() the (L, NH) pixels averaged over every image added.
+//   viz::AttentionDistance d(vit);  d.add(batch1);  d.add(batch2);  Tensor m = d.mean();
+class AttentionDistance {
+ public:
+  explicit AttentionDistance(const models::VisionTransformer& vit) : vit_(&vit) {}
+  void add(const Tensor& images);
+  Tensor mean() const;   // throws attn::Error when no image was added
+  int64_t images() const { return images_; }
+
+ private:
+  const models::VisionTransformer* vit_;
+  Tensor sum_;
+  int64_t images_ = 0;
+};
+// The first `count` Fashion-MNIST test images in `data_dir`, normalized as in training, `batch` at a time.
+AttentionDistance fashion_mnist_attention_distance(const models::VisionTransformer& vit, const std::string& data_dir,
+                                                   int64_t count, int64_t batch);
 
 }  // namespace attn::viz
