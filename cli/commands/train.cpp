@@ -209,8 +209,9 @@ void add_train(CLI::App& app) {
   train::ImageTaskConfig& ic = f->cfg.image;
   c->add_option("--teacher", ic.teacher, "DeiT distillation: the teacher's checkpoint (any attn classifier)")
       ->group(kImageGroup);
-  c->add_option("--distill", ic.distill, "distillation: none | soft | hard (needs a distilled model, e.g. "
-                                          "deit_fmnist_distilled; none trains its class head only)")
+  c->add_option("--distill", ic.distill, "distillation: none | soft | hard (into the distillation head of a "
+                                          "distilled model, e.g. deit_fmnist_distilled, else into the class head; "
+                                          "none trains the class head only)")
       ->check(CLI::IsMember({"none", "soft", "hard"}))
       ->group(kImageGroup)
       ->capture_default_str();

@@ -70,14 +70,15 @@ std::string probe_markdown(const json& t) {
 
 std::string results_markdown(const json& r) {
   std::ostringstream md;
-  const int seeds = r.at("seeds").get<int>();
   for (const json& t : r.at("tracks")) {
+    const size_t seeds = t.at("variants").at(0).at("runs").size();   // a track of one run has 1
     const std::string base = t.at("baseline").get<std::string>();
     std::string base_label;
     for (const json& v : t.at("variants"))
       if (v.at("name") == base) base_label = v.at("label").get<std::string>();
     md << "**" << t.at("data").get<std::string>() << "**: " << t.at("metric_label").get<std::string>() << ", mean ± sd over "
-       << seeds << " seeds; the difference to " << base_label << " seed by seed, with its 95% interval.\n\n";
+       << seeds << (seeds == 1 ? " seed" : " seeds") << "; the difference to " << base_label
+       << " seed by seed, with its 95% interval.\n\n";
     md << "| variant | " << t.at("metric_label").get<std::string>() << " | difference to " << base_label
        << " | time per run |\n|---|---|---|---|\n";
     for (const json& v : t.at("variants")) {
@@ -176,10 +177,15 @@ std::vector<std::string> write_docs(const std::string& results_root, const std::
     md << "- Command: `attn experiment " << e.name << " --budget full` (at most " << fixed(e.full_hours, 0)
        << " hours on 2 cores).\n- Grid: " << e.grid << ".\n";
     for (const Track& t : e.tracks) {
-      std::string budget;
+      std::string budget, base;
       for (const auto& [k, v] : t.full.items()) budget += (budget.empty() ? "" : ", ") + k + " " + v.dump();
-      md << "- " << t.data_label << ": " << t.base.value("model", std::string("?"))
-         << " unless the variant says otherwise; full budget: " << budget << "; 3 seeds.\n";
+      for (const auto& [k, v] : t.base.items())
+        if (k != "model" && k != "data") base += (base.empty() ? "" : ", ") + k + " " + v.dump();
+      md << "- " << t.data_label << ": "
+         << (t.base.contains("model") ? t.base.at("model").get<std::string>() + " unless the variant says otherwise"
+                                      : std::string("each variant's model"))
+         << (base.empty() ? "" : "; settings: " + base) << "; full budget: " << budget
+         << (t.seeds == 1 ? "; one run (seed 0), which every seed of the next track builds on.\n" : "; 3 seeds.\n");
     }
     if (found[i].is_null()) {
       md << "\nNot run at full budget yet.\n\n";

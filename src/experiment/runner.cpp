@@ -38,6 +38,12 @@ void apply_settings(train::TrainConfig& cfg, const json& settings) {
     r.ignore("model_config");
   }
   if (r.has("data")) cfg.data = r.get<std::string>("data");
+  if (r.has("task")) cfg.task = r.get<std::string>("task");
+  cfg.init = r.get_or<std::string>("init", cfg.init);
+  cfg.image.teacher = r.get_or<std::string>("teacher", cfg.image.teacher);
+  if (r.has("distill")) cfg.image.distill = r.one_of("distill", {"none", "soft", "hard"});
+  cfg.image.alpha = r.get_or<double>("alpha", cfg.image.alpha, Range::unit_interval);
+  cfg.image.tau = r.get_or<double>("tau", cfg.image.tau, Range::positive);
   if (r.has("lr")) cfg.lr = r.get<double>("lr", Range::positive);
   if (r.has("min_lr")) cfg.min_lr = r.get<double>("min_lr", Range::non_negative);
   if (r.has("warmup_epochs")) cfg.warmup_epochs = r.get<double>("warmup_epochs", Range::non_negative);
@@ -49,8 +55,10 @@ void apply_settings(train::TrainConfig& cfg, const json& settings) {
   cfg.eval_every = r.get_or<int64_t>("eval_every", cfg.eval_every, Range::non_negative);
   cfg.checkpoint_every = r.get_or<int64_t>("checkpoint_every", cfg.checkpoint_every, Range::non_negative);
   cfg.limit_train = r.get_or<int64_t>("limit_train", cfg.limit_train, Range::non_negative);
-  cfg.image.limit_eval = r.get_or<int64_t>("limit_eval", cfg.image.limit_eval, Range::non_negative);
-  cfg.image.batch = r.get_or<int64_t>("batch", cfg.image.batch, Range::positive);
+  if (r.has("limit_eval"))
+    cfg.image.limit_eval = cfg.text.limit_eval = cfg.pretrain.limit_eval =
+        r.get<int64_t>("limit_eval", Range::non_negative);
+  if (r.has("batch")) cfg.image.batch = cfg.text.batch = cfg.pretrain.batch = r.get<int64_t>("batch", Range::positive);
   cfg.image.augment = r.get_or("augment", cfg.image.augment);
   cfg.max_minutes = r.get_or<double>("max_minutes", cfg.max_minutes, Range::non_negative);
   cfg.translation.vocab_size = r.get_or<int64_t>("vocab_size", cfg.translation.vocab_size, Range::positive);
@@ -75,6 +83,32 @@ json run_settings(const Track& t, const Variant& v, const std::string& budget) {
   }
   s.merge_patch(v.settings);
   if (budget == "smoke") s["max_steps"] = t.probe.empty() ? 1 : t.stages;   // a probe measures after each stage
+  return s;
+}
+
+json resolve_runs(const Experiment& e, const std::string& track, const json& settings, const std::string& budget_dir,
+                  int seed) {
+  json s = settings;
+  for (const char* key : {"init", "teacher"}) {
+    if (!s.contains(key) || !s.at(key).is_object()) continue;
+    const json& ref = s.at(key);
+    ATTN_CHECK(ref.size() == 1 && ref.contains("run") && ref.at("run").is_string(), "attn experiment: \"", key,
+               "\" expected a path or {\"run\": \"TRACK/VARIANT\"}, found ", ref.dump());
+    const std::string name = ref.at("run").get<std::string>();
+    const size_t slash = name.find('/');
+    const std::string ref_track = name.substr(0, slash), ref_variant = slash == std::string::npos ? "" : name.substr(slash + 1);
+    const Track* found = nullptr;
+    for (const Track& t : e.tracks) {
+      if (t.name == track) break;   // only an earlier track's runs are trained by then
+      if (t.name == ref_track) found = &t;
+    }
+    const bool has_variant = found && std::any_of(found->variants.begin(), found->variants.end(),
+                                                  [&](const Variant& v) { return v.name == ref_variant; });
+    ATTN_CHECK(has_variant, "attn experiment: ", e.name, "/", track, " takes its ", key, " from the run '", name,
+               "', which no earlier track of the experiment has");
+    s[key] = budget_dir + "/" + ref_track + "/" + ref_variant + "/s" + std::to_string(found->seeds == 1 ? 0 : seed) +
+             "/checkpoint.safetensors";
+  }
   return s;
 }
 
@@ -162,7 +196,9 @@ void run_probe_stages(const Track& t, train::TrainConfig cfg, const std::string&
 
 // One run: read back when finished, resumed when a checkpoint is there, else trained from the start.
 // The settings are recorded in run.json; a directory of other settings is refused.
-RunResult train_or_read(const Track& t, const json& settings, uint64_t seed, const std::string& dir, bool progress) {
+// `resolved`: the settings with the runs they name replaced by paths (resolve_runs); run.json keeps `settings`.
+RunResult train_or_read(const Track& t, const json& settings, const json& resolved, uint64_t seed,
+                        const std::string& dir, bool progress) {
   fs::create_directories(dir);
   const json want = {{"settings", settings}, {"seed", seed}};
   const std::string rpath = dir + "/run.json";
@@ -174,7 +210,12 @@ RunResult train_or_read(const Track& t, const json& settings, uint64_t seed, con
     io::write_file_atomic(rpath, want.dump(2) + "\n");
   }
   train::TrainConfig cfg;
-  apply_settings(cfg, settings);
+  apply_settings(cfg, resolved);
+  for (const char* key : {"init", "teacher"})
+    if (settings.contains(key) && settings.at(key).is_object())
+      ATTN_CHECK(fs::exists(resolved.at(key).get<std::string>()), "attn experiment: '", dir, "' takes its ", key,
+                 " from the run ", settings.at(key).at("run").dump(), ", whose checkpoint '",
+                 resolved.at(key).get<std::string>(), "' is not there");
   cfg.seed = seed;
   cfg.out = dir;
   cfg.quiet = true;
@@ -318,7 +359,8 @@ Report run_experiment(const Experiment& e, const RunOptions& o) {
   Report rep;
   rep.dir = o.out + "/" + e.name + "/" + o.budget;
   int64_t total = 0, done = 0;
-  for (const Track& t : e.tracks) total += int64_t(t.variants.size()) * o.seeds;
+  auto seeds_of = [&](const Track& t) { return t.seeds == 1 ? 1 : o.seeds; };
+  for (const Track& t : e.tracks) total += int64_t(t.variants.size()) * seeds_of(t);
   const auto start = std::chrono::steady_clock::now();
   double trained_seconds = 0;
   int64_t trained = 0;
@@ -327,11 +369,12 @@ Report run_experiment(const Experiment& e, const RunOptions& o) {
     std::map<std::string, std::vector<RunResult>> runs;
     for (const Variant& v : t.variants) {
       const json settings = run_settings(t, v, o.budget);
-      for (int s = 0; s < o.seeds; ++s) {
+      for (int s = 0; s < seeds_of(t); ++s) {
         const std::string dir = rep.dir + "/" + t.name + "/" + v.name + "/s" + std::to_string(s);
         const bool finished = fs::exists(dir + "/metrics.json");
         const auto t0 = std::chrono::steady_clock::now();
-        runs[v.name].push_back(train_or_read(t, settings, uint64_t(s), dir, o.progress));
+        runs[v.name].push_back(
+            train_or_read(t, settings, resolve_runs(e, t.name, settings, rep.dir, s), uint64_t(s), dir, o.progress));
         ++done;
         if (!finished) {
           trained_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -348,12 +391,12 @@ Report run_experiment(const Experiment& e, const RunOptions& o) {
         std::fflush(stdout);
       }
     }
-    tracks.push_back(track_results(t, runs, o.seeds));
+    tracks.push_back(track_results(t, runs, seeds_of(t)));
     std::vector<viz::Series> series;
     for (const Variant& v : t.variants) series.push_back(mean_curve(v.label, runs.at(v.name)));
     const std::string plot = rep.dir + "/curves-" + t.name + ".svg";
-    viz::write_svg_plot(plot, e.name + ": " + t.data_label + ", " + t.curve + " (mean of " + std::to_string(o.seeds) +
-                                  " seeds)", "step", series);
+    viz::write_svg_plot(plot, e.name + ": " + t.data_label + ", " + t.curve + " (mean of " +
+                                  std::to_string(seeds_of(t)) + (seeds_of(t) == 1 ? " seed)" : " seeds)"), "step", series);
     rep.plots.push_back(plot);
     if (!t.probe.empty()) rep.plots.push_back(plot_distances(e, t, runs.at(t.variants.front().name), rep.dir));
   }

@@ -32,8 +32,8 @@ TEST(ExperimentCli, ListsAndRefusesUnknownNames) {
   const std::string dir = test::fresh_tmp_dir("attn_experiment_cli", "list");
   const auto l = run_attn(dir, {"experiment", "--list"});
   ASSERT_EQ(l.code, 0) << l.err;
-  for (const char* name : {"scaling", "heads", "qk-sharing", "cls-vs-gap", "positions", "inductive-bias", "norm",
-                           "attention-distance", "scores"})
+  for (const char* name : {"scaling", "heads", "qk-sharing", "cls-vs-gap", "positions", "inductive-bias",
+                           "distillation", "scores", "norm", "transformer-vs-rnn", "pretraining", "attention-distance"})
     EXPECT_NE(l.out.find(name), std::string::npos) << name;
   const auto bad = run_attn(dir, {"experiment", "qk-shring"});
   EXPECT_EQ(bad.code, 1);

@@ -17,6 +17,7 @@
 
 #include "attn/attn.h"
 #include "attn/experiment/experiment.h"
+#include "bert_vocab.h"
 #include "errors.h"
 #include "files.h"
 #include "slow.h"
@@ -72,7 +73,8 @@ TEST(ExperimentCatalog, EveryVariantsSettingsApplyAndItsModelBuilds) {
       for (const auto& v : t.variants)
         for (const char* budget : {"quick", "full", "smoke"}) {
           train::TrainConfig cfg;
-          ASSERT_NO_THROW(experiment::apply_settings(cfg, experiment::run_settings(t, v, budget)))
+          ASSERT_NO_THROW(experiment::apply_settings(
+              cfg, experiment::resolve_runs(e, t.name, experiment::run_settings(t, v, budget), "out", 0)))
               << e.name << " " << v.name << " " << budget;
           if (std::string(budget) == "smoke") {
             EXPECT_EQ(cfg.max_steps, t.probe.empty() ? 1 : t.stages);
@@ -103,11 +105,42 @@ TEST(ExperimentCatalog, SettingsErrorsNameTheKey) {
   const auto& e = experiment::find_experiment("qk-sharing");
   EXPECT_EQ(error_of([&] { experiment::run_settings(e.tracks[0], e.tracks[0].variants[0], "long"); }),
             "attn experiment: expected a budget of quick, full or smoke, got 'long'");
+  EXPECT_EQ(error_of([&] { experiment::apply_settings(cfg, {{"distill", "warm"}}); }).rfind(
+                "experiment settings: key \"distill\"", 0),
+            0u);
+}
+
+// A variant that starts from (init) or learns from (teacher) another track's run: the path of that run's
+// checkpoint, the same seed's or seed 0's for a track of one run; only an earlier track's runs.
+TEST(ExperimentCatalog, RunReferencesResolveToAnEarlierTracksCheckpoint) {
+  const auto& e = experiment::find_experiment("distillation");
+  const experiment::Track& students = e.tracks.at(1);
+  const json s = experiment::run_settings(students, students.variants.at(1), "full");
+  EXPECT_EQ(s.at("teacher"), json({{"run", "teachers/cnn"}}));
+  EXPECT_EQ(experiment::resolve_runs(e, students.name, s, "out/distillation/full", 2).at("teacher"),
+            "out/distillation/full/teachers/cnn/s0/checkpoint.safetensors");
+  experiment::Experiment x = e;
+  x.tracks.at(0).seeds = 0;   // a teacher per seed
+  EXPECT_EQ(experiment::resolve_runs(x, students.name, s, "o", 2).at("teacher"), "o/teachers/cnn/s2/checkpoint.safetensors");
+  EXPECT_EQ(error_of([&] { experiment::resolve_runs(e, "teachers", s, "o", 0); }),
+            "attn experiment: distillation/teachers takes its teacher from the run 'teachers/cnn', which no earlier "
+            "track of the experiment has");
+  json bad = s;
+  bad["teacher"] = {{"run", "teachers/resnet"}};
+  EXPECT_NE(error_of([&] { experiment::resolve_runs(e, students.name, bad, "o", 0); }).find("'teachers/resnet'"),
+            std::string::npos);
+  bad["teacher"] = {{"path", "x"}};
+  EXPECT_EQ(error_of([&] { experiment::resolve_runs(e, students.name, bad, "o", 0); }),
+            "attn experiment: \"teacher\" expected a path or {\"run\": \"TRACK/VARIANT\"}, found {\"path\":\"x\"}");
+  const auto& p = experiment::find_experiment("pretraining");
+  const json ft = experiment::run_settings(p.tracks.at(1), p.tracks.at(1).variants.at(0), "quick");
+  EXPECT_EQ(experiment::resolve_runs(p, "wordnet", ft, "o", 1).at("init"), "o/pretrain/bert/s0/checkpoint.safetensors");
 }
 
 // One step of every variant of every experiment (the smoke budget, one seed), through the runner: the
 // results, table and plots are written, and a second call trains nothing and gives the same numbers.
 TEST(ExperimentCatalog, SlowEveryVariantRunsOneStep) {
+  ATTN_NEED_BERT_VOCAB(test::bert_vocab_path());   // the pretraining experiment's BERT
   const std::string out = test::fresh_tmp_dir("attn_experiment_test", "smoke");
   set_num_threads(2);
   for (const auto& e : experiment::catalog()) {

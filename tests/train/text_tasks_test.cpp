@@ -115,6 +115,7 @@ TEST(TextTasks, PairsFromPretrainedEncoder) {
   const train::TrainResult r = train::train(cfg);
   ASSERT_TRUE(r.finished);
   EXPECT_TRUE(std::isfinite(r.metric("test_accuracy")));
+  EXPECT_TRUE(std::isfinite(r.metric("val_accuracy"))) << "the last evaluation's, beside the test split's";
   for (const char* k : {"bert.encoder.layer.0.attention.self.qkv.weight", "bert.embeddings.word_embeddings.weight",
                         "bert.pooler.dense.weight"})
     EXPECT_EQ(max(abs(tensor_of(r.checkpoint, k) - tensor_of(cfg.init, k))).item(), 0.0) << k;

@@ -56,6 +56,9 @@ struct Track {
   std::string probe;
   int stages = 4;
   int64_t probe_images = 256;
+  // 0: one run per seed of the experiment (--seeds); 1: one run (seed 0), for a model that the runs of a
+  // later track start from or learn from (a teacher, a pre-trained encoder), the same for every seed.
+  int seeds = 0;
 };
 
 // term: coeff x the metric of `variants` (or the run's scalar `metric`, a probe's); with several variants,
@@ -91,12 +94,21 @@ const std::vector<Experiment>& catalog();
 // Throws attn::Error naming the known experiments when there is none of that name.
 const Experiment& find_experiment(const std::string& name);
 
-// Sets the TrainConfig fields that `settings` names: model (string), model_config (object, merged into
-// cfg.model_config), data (string), lr, min_lr, warmup_epochs, weight_decay, label_smoothing (numbers),
-// epochs, max_steps, warmup_steps, eval_every, checkpoint_every, limit_train, limit_eval, batch (integers), augment
-// (boolean), max_minutes (number); translation: vocab_size, max_tokens, limit_test, eval_sentences, beam
-// (integers). Any other key, or a value of the wrong type, throws attn::ConfigError.
+// Sets the TrainConfig fields that `settings` names: model, task, data, init (strings), model_config (object,
+// merged into cfg.model_config), lr, min_lr, warmup_epochs, weight_decay, label_smoothing (numbers), epochs,
+// max_steps, warmup_steps, eval_every, checkpoint_every, limit_train, limit_eval, batch (integers; batch
+// and limit_eval for every task), augment (boolean), max_minutes (number); distillation: teacher, distill
+// (strings), alpha, tau (numbers); translation: vocab_size, max_tokens, limit_test, eval_sentences, beam
+// (integers). Any other key, or a value of the wrong type, throws attn::ConfigError. (init and teacher
+// are paths here; in a catalog they may be {"run": "TRACK/VARIANT"}, which run_experiment resolves.)
 void apply_settings(train::TrainConfig& cfg, const nlohmann::json& settings);
+
+// A run's settings with each {"run": "TRACK/VARIANT"} value (of init or teacher) replaced by the checkpoint of
+// that run of experiment `e` under `budget_dir` (out/NAME/BUDGET): the same seed's, or seed 0's when that
+// track has one run. The track must come earlier in `e` (its runs are trained first) and have that variant,
+// else attn::Error.
+nlohmann::json resolve_runs(const Experiment& e, const std::string& track, const nlohmann::json& settings,
+                            const std::string& budget_dir, int seed);
 // The mean attention distance (L, NH), in pixels, of the ViT in an attn checkpoint, over the first `images`
 // Fashion-MNIST test images (normalized as in training) from `data_dir`.
 Tensor checkpoint_attention_distance(const std::string& checkpoint, int64_t images,

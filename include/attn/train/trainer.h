@@ -63,8 +63,9 @@ struct ImageTaskConfig {
   double mixup = 0.0;              // Mixup alpha (0: off)
   double cutmix = 0.0;             // CutMix alpha (0: off)
   int64_t repeated_aug = 0;        // DeiT's repeated augmentation: each image N times per batch run (0: off)
-  // DeiT distillation, for models with a distillation token (deit_*_distilled): the teacher (any attn
-  // classifier checkpoint) runs in eval mode, without gradients, on the same augmented batch.
+  // DeiT distillation: the teacher (any attn classifier checkpoint) runs in eval mode, without gradients,
+  // on the same augmented batch. A model with a distillation token (deit_*_distilled) distils into its
+  // distillation head; any other classifier into its class head (the DeiT paper's "usual distillation").
   std::string teacher;             // teacher checkpoint ("": none)
   std::string distill = "none";    // none | soft | hard
   double alpha = 0.5;              // (1 - alpha) CE(cls, y) + alpha distill

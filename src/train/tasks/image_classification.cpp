@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <optional>
+#include <tuple>
 
 #include "attn/autograd/grad_mode.h"
 #include "attn/core/error.h"
@@ -174,9 +175,15 @@ class ImageClassificationTask : public Task {
     }
     StepOutput out;
     Tensor logits;
-    if (deit_) {
-      // DeiT: both heads; the teacher sees the same (augmented) batch, in eval mode, without grad.
-      auto [cls, dist] = deit_->forward_heads(x);
+    if (deit_ || teacher_) {
+      // DeiT: both heads; the teacher sees the same (augmented) batch, in eval mode, without grad. A
+      // model without a distillation token distils into its class head (the paper's "usual distillation").
+      Tensor cls, dist;
+      if (deit_) {
+        std::tie(cls, dist) = deit_->forward_heads(x);
+      } else {
+        cls = dist = model_->forward(x);
+      }
       Tensor t;
       if (teacher_) {
         NoGradGuard ng;
@@ -184,7 +191,8 @@ class ImageClassificationTask : public Task {
       }
       out.loss = (*criterion_)(cls, dist, target, t).total;
       NoGradGuard ng;
-      logits = models::combine_distilled_heads(cls.detach(), dist.detach(), deit_->distilled_output());
+      logits = deit_ ? models::combine_distilled_heads(cls.detach(), dist.detach(), deit_->distilled_output())
+                     : cls.detach();
     } else {
       logits = model_->forward(x);
       // Mixed targets already carry the label smoothing.
@@ -271,8 +279,8 @@ class ImageClassificationTask : public Task {
     nlohmann::json m = {{"test_accuracy", t.accuracy}, {"test_loss", t.loss},
                         {"images_per_second", res.items_per_second}};
     m["val_accuracy"] = history.empty() ? NAN : history.back().at("val_accuracy").get<double>();
-    if (deit_ || teacher_) {
-      m["distill"] = distill_json();
+    if (deit_ || teacher_) m["distill"] = distill_json();
+    if (deit_) {
       m["test_accuracy_cls"] = t.accuracy_cls;
       m["test_accuracy_dist"] = t.accuracy_dist;
     }
@@ -318,8 +326,6 @@ class ImageClassificationTask : public Task {
 void ImageClassificationTask::setup_distillation() {
   const DistillType distill_type = parse_distill_type(ic_.distill);
   deit_ = models::as_distilled(*model_);
-  ATTN_CHECK(distill_type == DistillType::none || deit_, "train: --distill ", ic_.distill, " needs a model with a ",
-             "distillation head (e.g. deit_fmnist_distilled or swin_fmnist_distilled), got ", model_name_);
   ATTN_CHECK(distill_type == DistillType::none || !ic_.teacher.empty(), "train: --distill ", ic_.distill,
              " needs a teacher checkpoint (--teacher)");
   ATTN_CHECK(distill_type != DistillType::none || ic_.teacher.empty(), "train: a teacher ('", ic_.teacher,

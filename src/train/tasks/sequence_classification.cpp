@@ -271,8 +271,12 @@ class BertTextTask : public Task {
             {"--max-length", tc_.max_length, true}, {"--limit-train", cfg_.limit_train, true}};
   }
 
-  nlohmann::json finish(const TrainResult& res, const nlohmann::json&, const std::shared_ptr<models::Model>&) override {
+  nlohmann::json finish(const TrainResult& res, const nlohmann::json& history,
+                        const std::shared_ptr<models::Model>&) override {
     nlohmann::json m = split_json(d_.test, "test");
+    // The last evaluation's validation numbers, beside the test split's (what selects among runs).
+    for (const char* k : {"val_accuracy", "val_macro_f1", "val_span_f1"})
+      if (!history.empty() && history.back().contains(k)) m[k] = history.back().at(k);
     m["data"] = data_;
     m["task"] = kind_;
     m["init"] = cfg_.init;

@@ -1,6 +1,7 @@
 // The image-classification task of the Trainer (train/trainer.h): Fashion-MNIST or an image folder,
 // cross-entropy with label smoothing, the DeiT recipe's extras (RandAugment, random erasing, Mixup /
-// CutMix, repeated augmentation, EMA), DeiT distillation, and accuracy on the held-out splits.
+// CutMix, repeated augmentation, EMA), DeiT distillation (into a distillation token's head, or into the
+// class head of a model without one), and accuracy on the held-out splits.
 //
 //   train::TrainConfig cfg;  cfg.model = "deit_fmnist_distilled";  cfg.image.augment = true;
 //   cfg.image.teacher = "runs/resnet/checkpoint.safetensors";  cfg.image.distill = "hard";

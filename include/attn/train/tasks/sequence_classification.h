@@ -25,7 +25,7 @@
 // task ("task": "classify") and its data spec ("text_task": {data, seed, max_length}); the vocabulary
 // is copied beside them (OUT/vocab.txt), so `attn classify-text`, `attn tag` and `attn eval` need only
 // the checkpoint. The log records train_loss, train_accuracy, val_loss, val_accuracy, val_macro_f1
-// (tag: val_span_f1); metrics.json the same on the test split.
+// (tag: val_span_f1); metrics.json the same on the test split, and the last evaluation's validation numbers.
 #pragma once
 #include <cstdint>
 #include <memory>
