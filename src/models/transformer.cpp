@@ -47,11 +47,31 @@ void check_seq(const Tensor& x, int64_t E, const char* op, const char* name) {
              ") (or (L, B, ", E, ") when not batch_first), got ", x.defined() ? x.shape() : Shape{});
 }
 
-// One residual sub-layer: post-norm  norm(x + f(x))  (fused add + LayerNorm) or pre-norm  x + f(norm(x)).
+// A sub-layer's norm: its LayerNorm, or (batch_norm) its BatchNorm over the tokens.
+struct Norm {
+  const nn::LayerNorm* ln;
+  const nn::BatchNorm2d* bn;
+  Tensor operator()(const Tensor& x) const { return ln ? ln->forward(x) : bn->forward_tokens(x); }
+};
+
+// One residual sub-layer: post-norm  norm(x + f(x))  (LayerNorm fused with the add) or pre-norm  x + f(norm(x)).
 template <class F>
-Tensor sublayer(const Tensor& x, const nn::LayerNorm& norm, bool norm_first, F&& f) {
-  if (norm_first) return x + f(norm.forward(x));
-  return add_layer_norm(x, f(x), norm.weight, norm.bias, norm.options().eps).second;
+Tensor sublayer(const Tensor& x, const Norm& norm, bool norm_first, F&& f) {
+  if (norm_first) return x + f(norm(x));
+  if (!norm.ln) return norm(x + f(x));
+  return add_layer_norm(x, f(x), norm.ln->weight, norm.ln->bias, norm.ln->options().eps).second;
+}
+
+// The layer norm, or the batch norm the options ask for, registered as `name` in m.
+void add_norm(nn::Module& m, const std::string& name, const TransformerLayerOptions& o,
+              std::shared_ptr<nn::LayerNorm>& ln, std::shared_ptr<nn::BatchNorm2d>& bn) {
+  if (o.batch_norm) {
+    ATTN_CHECK(o.dtype == DType::f32, "Transformer: batch_norm is f32 only, got ", dtype_name(o.dtype));
+    bn = m.register_module(name, std::make_shared<nn::BatchNorm2d>(o.d_model, o.layer_norm_eps));
+  } else {
+    ln = m.register_module(name, std::make_shared<nn::LayerNorm>(nn::LayerNormOptions{o.d_model, o.layer_norm_eps,
+                                                                                      true, o.dtype}));
+  }
 }
 
 // linear2(dropout(act(linear1(x)))), with the bias folded into the activation for GELU.
@@ -98,18 +118,18 @@ TransformerEncoderLayer::TransformerEncoderLayer(const TransformerLayerOptions& 
   linear1 = register_module("linear1", std::make_shared<nn::Linear>(nn::LinearOptions{E, o.dim_feedforward, true, o.dtype}, g));
   dropout = register_module("dropout", std::make_shared<nn::Dropout>(o.dropout));
   linear2 = register_module("linear2", std::make_shared<nn::Linear>(nn::LinearOptions{o.dim_feedforward, E, true, o.dtype}, g));
-  norm1 = register_module("norm1", std::make_shared<nn::LayerNorm>(nn::LayerNormOptions{E, o.layer_norm_eps, true, o.dtype}));
-  norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(nn::LayerNormOptions{E, o.layer_norm_eps, true, o.dtype}));
+  add_norm(*this, "norm1", o, norm1, bn1);
+  add_norm(*this, "norm2", o, norm2, bn2);
   dropout1 = register_module("dropout1", std::make_shared<nn::Dropout>(o.dropout));
   dropout2 = register_module("dropout2", std::make_shared<nn::Dropout>(o.dropout));
 }
 
 Tensor TransformerEncoderLayer::forward_bf(const Tensor& x, const Tensor& src_mask,
                                            const Tensor& src_key_padding_mask) const {
-  Tensor h = sublayer(x, *norm1, opt_.norm_first, [&](const Tensor& y) {
+  Tensor h = sublayer(x, {norm1.get(), bn1.get()}, opt_.norm_first, [&](const Tensor& y) {
     return dropout1->forward(self_attn->forward(y, y, y, src_key_padding_mask, false, src_mask).out);
   });
-  return sublayer(h, *norm2, opt_.norm_first, [&](const Tensor& y) {
+  return sublayer(h, {norm2.get(), bn2.get()}, opt_.norm_first, [&](const Tensor& y) {
     return dropout2->forward(feed_forward(y, *linear1, *dropout, *linear2, opt_.activation));
   });
 }
@@ -129,10 +149,9 @@ TransformerDecoderLayer::TransformerDecoderLayer(const TransformerLayerOptions& 
   linear1 = register_module("linear1", std::make_shared<nn::Linear>(nn::LinearOptions{E, o.dim_feedforward, true, o.dtype}, g));
   dropout = register_module("dropout", std::make_shared<nn::Dropout>(o.dropout));
   linear2 = register_module("linear2", std::make_shared<nn::Linear>(nn::LinearOptions{o.dim_feedforward, E, true, o.dtype}, g));
-  const nn::LayerNormOptions lo{E, o.layer_norm_eps, true, o.dtype};
-  norm1 = register_module("norm1", std::make_shared<nn::LayerNorm>(lo));
-  norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(lo));
-  norm3 = register_module("norm3", std::make_shared<nn::LayerNorm>(lo));
+  add_norm(*this, "norm1", o, norm1, bn1);
+  add_norm(*this, "norm2", o, norm2, bn2);
+  add_norm(*this, "norm3", o, norm3, bn3);
   dropout1 = register_module("dropout1", std::make_shared<nn::Dropout>(o.dropout));
   dropout2 = register_module("dropout2", std::make_shared<nn::Dropout>(o.dropout));
   dropout3 = register_module("dropout3", std::make_shared<nn::Dropout>(o.dropout));
@@ -145,13 +164,13 @@ Tensor TransformerDecoderLayer::ff(const Tensor& x) const {
 Tensor TransformerDecoderLayer::forward_bf(const Tensor& x, const Tensor& mem, const Tensor& tgt_mask,
                                            const Tensor& memory_mask, const Tensor& tgt_key_padding_mask,
                                            const Tensor& memory_key_padding_mask) const {
-  Tensor h = sublayer(x, *norm1, opt_.norm_first, [&](const Tensor& y) {
+  Tensor h = sublayer(x, {norm1.get(), bn1.get()}, opt_.norm_first, [&](const Tensor& y) {
     return dropout1->forward(self_attn->forward(y, y, y, tgt_key_padding_mask, false, tgt_mask).out);
   });
-  h = sublayer(h, *norm2, opt_.norm_first, [&](const Tensor& y) {
+  h = sublayer(h, {norm2.get(), bn2.get()}, opt_.norm_first, [&](const Tensor& y) {
     return dropout2->forward(multihead_attn->forward(y, mem, mem, memory_key_padding_mask, false, memory_mask).out);
   });
-  return sublayer(h, *norm3, opt_.norm_first, [&](const Tensor& y) { return ff(y); });
+  return sublayer(h, {norm3.get(), bn3.get()}, opt_.norm_first, [&](const Tensor& y) { return ff(y); });
 }
 
 Tensor TransformerDecoderLayer::forward(const Tensor& tgt, const Tensor& memory, const Tensor& tgt_mask,
@@ -204,9 +223,9 @@ Tensor TransformerDecoderLayer::step_cached(const Tensor& x, Tensor& cache_k, Te
     if (weights) *weights = mean(r.weights, {1, 2});   // (B, NH, 1, S) -> (B, S)
     return multihead_attn->out_proj->forward(merge_heads(r.out));
   };
-  Tensor h = sublayer(x, *norm1, opt_.norm_first, self_block);
-  h = sublayer(h, *norm2, opt_.norm_first, cross_block);
-  return sublayer(h, *norm3, opt_.norm_first, [&](const Tensor& y) { return ff(y); });
+  Tensor h = sublayer(x, {norm1.get(), bn1.get()}, opt_.norm_first, self_block);
+  h = sublayer(h, {norm2.get(), bn2.get()}, opt_.norm_first, cross_block);
+  return sublayer(h, {norm3.get(), bn3.get()}, opt_.norm_first, [&](const Tensor& y) { return ff(y); });
 }
 
 // ------------------------------------------------------------------ stacks
@@ -218,15 +237,15 @@ TransformerEncoder::TransformerEncoder(const TransformerLayerOptions& o, int64_t
   auto list = register_module("layers", std::make_shared<nn::Module>());
   for (int64_t i = 0; i < num_layers; ++i)
     layers.push_back(list->register_module(std::to_string(i), std::make_shared<TransformerEncoderLayer>(o, g)));
-  if (final_norm)
-    norm = register_module("norm", std::make_shared<nn::LayerNorm>(nn::LayerNormOptions{o.d_model, o.layer_norm_eps,
-                                                                                         true, o.dtype}));
+  if (final_norm) add_norm(*this, "norm", o, norm, bn);
 }
+
+Tensor TransformerEncoder::final_norm(const Tensor& x) const { return norm || bn ? Norm{norm.get(), bn.get()}(x) : x; }
 
 Tensor TransformerEncoder::forward_bf(const Tensor& x, const Tensor& mask, const Tensor& src_key_padding_mask) const {
   Tensor h = x;
   for (const auto& l : layers) h = l->forward_bf(h, mask, src_key_padding_mask);
-  return norm ? norm->forward(h) : h;
+  return final_norm(h);
 }
 
 Tensor TransformerEncoder::forward(const Tensor& src, const Tensor& mask, const Tensor& src_key_padding_mask) const {
@@ -242,10 +261,10 @@ TransformerDecoder::TransformerDecoder(const TransformerLayerOptions& o, int64_t
   auto list = register_module("layers", std::make_shared<nn::Module>());
   for (int64_t i = 0; i < num_layers; ++i)
     layers.push_back(list->register_module(std::to_string(i), std::make_shared<TransformerDecoderLayer>(o, g)));
-  if (final_norm)
-    norm = register_module("norm", std::make_shared<nn::LayerNorm>(nn::LayerNormOptions{o.d_model, o.layer_norm_eps,
-                                                                                         true, o.dtype}));
+  if (final_norm) add_norm(*this, "norm", o, norm, bn);
 }
+
+Tensor TransformerDecoder::final_norm(const Tensor& x) const { return norm || bn ? Norm{norm.get(), bn.get()}(x) : x; }
 
 Tensor TransformerDecoder::forward_bf(const Tensor& x, const Tensor& mem, const Tensor& tgt_mask,
                                       const Tensor& memory_mask, const Tensor& tgt_key_padding_mask,
@@ -253,7 +272,7 @@ Tensor TransformerDecoder::forward_bf(const Tensor& x, const Tensor& mem, const 
   Tensor h = x;
   for (const auto& l : layers)
     h = l->forward_bf(h, mem, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask);
-  return norm ? norm->forward(h) : h;
+  return final_norm(h);
 }
 
 Tensor TransformerDecoder::forward(const Tensor& tgt, const Tensor& memory, const Tensor& tgt_mask,
@@ -279,6 +298,7 @@ Transformer::Transformer(const TransformerOptions& o, Generator& g) : opt_(o) {
   lo.layer_norm_eps = o.layer_norm_eps;
   lo.batch_first = o.batch_first;
   lo.norm_first = o.norm_first;
+  lo.batch_norm = o.batch_norm;
   lo.dtype = o.dtype;
   encoder = register_module("encoder", std::make_shared<TransformerEncoder>(lo, o.num_encoder_layers, true, g));
   decoder = register_module("decoder", std::make_shared<TransformerDecoder>(lo, o.num_decoder_layers, true, g));
@@ -326,6 +346,7 @@ TransformerSeq2SeqConfig TransformerSeq2SeqConfig::from_json(const nlohmann::jso
   c.activation =
       activation_from_string(r.one_of_or("activation", to_string(c.activation), {"relu", "gelu", "gelu_tanh"}));
   c.norm_first = r.get_or("norm_first", c.norm_first);
+  c.norm = r.one_of_or("norm", c.norm, {"layer", "batch"});
   c.layer_norm_eps = r.get_or("layer_norm_eps", c.layer_norm_eps, Range::positive);
   c.share_embeddings = r.get_or("share_embeddings", c.share_embeddings);
   c.tie_output = r.get_or("tie_output", c.tie_output);
@@ -340,7 +361,7 @@ nlohmann::json TransformerSeq2SeqConfig::to_json() const {
           {"d_model", d_model},              {"nhead", nhead},
           {"encoder_layers", encoder_layers}, {"decoder_layers", decoder_layers},
           {"d_ff", d_ff},                    {"dropout", dropout},
-          {"activation", to_string(activation)}, {"norm_first", norm_first},
+          {"activation", to_string(activation)}, {"norm_first", norm_first}, {"norm", norm},
           {"layer_norm_eps", layer_norm_eps}, {"share_embeddings", share_embeddings},
           {"tie_output", tie_output},        {"max_length", max_length}};
 }
@@ -380,6 +401,7 @@ TransformerSeq2Seq::TransformerSeq2Seq(const TransformerSeq2SeqConfig& c, Genera
   to.layer_norm_eps = c.layer_norm_eps;
   to.batch_first = true;
   to.norm_first = c.norm_first;
+  to.batch_norm = c.norm == "batch";
   transformer = register_module("transformer", std::make_shared<Transformer>(to, g));
   output_proj = register_module("output_proj",
                                 std::make_shared<nn::Linear>(nn::LinearOptions{c.d_model, c.vocab_size, false}, g));
@@ -511,7 +533,7 @@ Tensor TransformerSeq2Seq::step(DecodeState& state, const Tensor& tokens, Tensor
     h = layers[i]->step_cached(h, st->self_k[i], st->self_v[i], t, st->cross_k[i], st->cross_v[i], mem_mask,
                                last ? attention : nullptr);
   }
-  if (transformer->decoder->norm) h = transformer->decoder->norm->forward(h);
+  h = transformer->decoder->final_norm(h);
   st->t = t + 1;
   return output_proj->forward(h).view({B, cfg_.vocab_size});
 }

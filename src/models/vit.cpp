@@ -125,17 +125,9 @@ VitBlock::VitBlock(const VitConfig& c, double dp, int64_t grid) : norm_first_(c.
 
 Tensor VitBlock::attention_bias() const { return rel_pos ? rel_pos->forward() : Tensor(); }
 
-namespace {
-// BatchNorm over the channels of (B, T, D) tokens, the B·T tokens as its batch: torch's BatchNorm1d on
-// x.transpose(1, 2).
-Tensor token_batch_norm(const nn::BatchNorm2d& bn, const Tensor& x) {
-  return bn.forward(x.reshape({x.size(0) * x.size(1), x.size(2)})).reshape(x.shape());
-}
-}  // namespace
-
 Tensor VitBlock::norm(int which, const Tensor& x) const {
   const auto& ln = which == 1 ? norm1 : norm2;
-  return ln ? ln->forward(x) : token_batch_norm(*(which == 1 ? bn1 : bn2), x);
+  return ln ? ln->forward(x) : (which == 1 ? bn1 : bn2)->forward_tokens(x);
 }
 
 Tensor VitBlock::after_attention(const Tensor& x, const Tensor& attn_out) const {
@@ -283,7 +275,7 @@ Tensor VisionTransformer::forward_features(const Tensor& images) const {
   Tensor x = embed(images), pending;
   if (!norm_) {   // BatchNorm or post-norm: block by block (the fusion is LayerNorm's); a final BatchNorm
     for (const auto& b : *blocks_) x = b->forward(x);
-    return bn_ ? token_batch_norm(*bn_, x) : x;
+    return bn_ ? bn_->forward_tokens(x) : x;
   }
   for (const auto& b : *blocks_) std::tie(x, pending) = b->forward_fused(x, pending);
   if (!pending.defined()) return norm_->forward(x);

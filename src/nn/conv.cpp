@@ -48,4 +48,10 @@ Tensor BatchNorm2d::forward(const Tensor& x) const {
   return batch_norm(x, running_mean, running_var, weight, bias, is_training(), momentum_, eps_);
 }
 
+Tensor BatchNorm2d::forward_tokens(const Tensor& x) const {
+  ATTN_CHECK(x.dim() >= 2 && x.size(-1) == weight.size(0), "BatchNorm2d::forward_tokens: expected tokens (..., ",
+             weight.size(0), "), got ", x.shape());
+  return forward(x.reshape({x.numel() / x.size(-1), x.size(-1)})).reshape(x.shape());
+}
+
 }  // namespace attn::nn

@@ -36,6 +36,7 @@ Tensor pad_mask(const std::vector<int64_t>& lens, int64_t L) {
 struct Case {
   bool norm_first;
   models::Activation act;
+  bool batch_norm = false;   // BatchNorm over the tokens in place of every LayerNorm
 };
 
 // A batch-first 2 + 2 layer Transformer without dropout in the case's mode, its weights randomized
@@ -48,11 +49,20 @@ TwoByTwo two_by_two(const Case& c, int64_t E, int64_t nhead, int64_t d_ff, uint6
   TwoByTwo t;
   t.tf = std::make_unique<models::Transformer>(models::TransformerOptions{
       .d_model = E, .nhead = nhead, .num_encoder_layers = 2, .num_decoder_layers = 2, .dim_feedforward = d_ff,
-      .dropout = 0.0, .activation = c.act, .batch_first = true, .norm_first = c.norm_first});
+      .dropout = 0.0, .activation = c.act, .batch_first = true, .norm_first = c.norm_first,
+      .batch_norm = c.batch_norm});
   randomize(*t.tf, seed);
+  if (c.batch_norm) {   // running statistics away from (0, 1), so that eval mode tests them
+    NoGradGuard ng;
+    Generator g(seed + 1);
+    for (auto& [name, b] : t.tf->named_buffers()) {
+      if (name.ends_with("running_mean")) b.copy_(randn(b.shape(), g) * 0.2);
+      if (name.ends_with("running_var")) b.copy_(rand(b.shape(), g) + 0.5);
+    }
+  }
   t.args = {{"d_model", E}, {"nhead", nhead}, {"num_encoder_layers", 2}, {"num_decoder_layers", 2},
             {"dim_feedforward", d_ff}, {"activation", models::to_string(c.act)}, {"norm_first", c.norm_first},
-            {"causal", true}};
+            {"causal", true}, {"batch_norm", c.batch_norm}};
   return t;
 }
 
@@ -61,6 +71,7 @@ TwoByTwo two_by_two(const Case& c, int64_t E, int64_t nhead, int64_t d_ff, uint6
 test::Tensors ref_inputs(const nn::Module& m, const Tensor& src, const Tensor& tgt, const Tensor& src_kpm,
                          const Tensor& tgt_kpm) {
   test::Tensors in = test::param_inputs(m);
+  for (const auto& [n, b] : m.named_buffers()) in["p." + n] = b.detach().clone();   // BatchNorm's statistics
   in["src"] = src;
   in["tgt"] = tgt;
   in["src_kpm"] = src_kpm;
@@ -128,16 +139,21 @@ TEST_P(TransformerVsTorch, TrainGradients) {
   check("grad.src", src.grad());
   check("grad.tgt", tgt.grad());
   for (const auto& [n, p] : tf.named_parameters()) check("grad.p." + n, p.grad());
+  for (const auto& [n, b] : tf.named_buffers())   // the running statistics, updated by the batch
+    EXPECT_TENSOR_NEAR(b, ref.at("buf." + n), 1e-5, 1e-5) << n;
   std::printf("[ diff ] norm_first=%d %s: max grad |attn - torch| = %.3g over %zu parameters\n", int(c.norm_first),
               models::to_string(c.act).c_str(), worst, tf.named_parameters().size());
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, TransformerVsTorch,
                          ::testing::Values(Case{false, models::Activation::relu}, Case{false, models::Activation::gelu},
-                                           Case{true, models::Activation::relu}, Case{true, models::Activation::gelu}),
+                                           Case{true, models::Activation::relu}, Case{true, models::Activation::gelu},
+                                           Case{false, models::Activation::relu, true},
+                                           Case{true, models::Activation::gelu, true}),
                          [](const auto& info) {
                            return std::string(info.param.norm_first ? "PreNorm" : "PostNorm") +
-                                  (info.param.act == models::Activation::gelu ? "Gelu" : "Relu");
+                                  (info.param.act == models::Activation::gelu ? "Gelu" : "Relu") +
+                                  (info.param.batch_norm ? "BatchNorm" : "");
                          });
 
 TEST(Transformer, ParameterNamesAreTorchs) {
@@ -181,18 +197,21 @@ TEST(Transformer, BadInputsSayWhat) {
 
 // ------------------------------------------------------------------ sequence to sequence
 
-std::shared_ptr<models::TransformerSeq2Seq> small_model(bool norm_first, bool share, bool tie) {
+std::shared_ptr<models::TransformerSeq2Seq> small_model(bool norm_first, bool share, bool tie,
+                                                        const std::string& norm = "layer") {
   auto m = models::make_transformer_seq2seq({{"vocab_size", 13}, {"d_model", 16}, {"nhead", 4}, {"layers", 2},
                                              {"d_ff", 32}, {"dropout", 0.1}, {"norm_first", norm_first},
-                                             {"share_embeddings", share}, {"tie_output", tie}, {"max_length", 40}});
+                                             {"share_embeddings", share}, {"tie_output", tie}, {"max_length", 40},
+                                             {"norm", norm}});
   randomize(*m, 9);
   m->eval();
   return m;
 }
 
 TEST(TransformerSeq2Seq, CachedStepsEqualTeacherForcing) {
-  for (bool norm_first : {false, true}) {
-    auto m = small_model(norm_first, norm_first, !norm_first);
+  for (const auto& [norm_first, norm] : std::vector<std::pair<bool, std::string>>{
+           {false, "layer"}, {true, "layer"}, {false, "batch"}, {true, "batch"}}) {
+    auto m = small_model(norm_first, norm_first, !norm_first, norm);
     const int64_t B = 3, S = 6, T = 37;   // T past the initial cache capacity (32): the cache grows
     Generator g(8);
     NoGradGuard ng;
@@ -207,7 +226,7 @@ TEST(TransformerSeq2Seq, CachedStepsEqualTeacherForcing) {
       Tensor att;
       const Tensor step = m->step(*st, tgt.select(1, t).contiguous(), &att);
       const auto cmp = test::compare(step, full.select(1, t), 1e-4, 1e-4);
-      EXPECT_TRUE(cmp.ok) << "norm_first " << norm_first << " step " << t << ": " << cmp.detail;
+      EXPECT_TRUE(cmp.ok) << "norm_first " << norm_first << " " << norm << " step " << t << ": " << cmp.detail;
       worst = std::max(worst, cmp.max_abs);
       ASSERT_EQ(att.shape(), Shape({B, S}));
       // Alignment rows sum to 1 and put no weight on padding.
@@ -215,8 +234,8 @@ TEST(TransformerSeq2Seq, CachedStepsEqualTeacherForcing) {
       EXPECT_EQ(att.at({1, 4}), 0.0);
     }
     EXPECT_EQ(st->steps(), T);
-    std::printf("[ diff ] norm_first=%d: max |cached step - teacher forcing| = %.3g over %lld steps\n",
-                int(norm_first), worst, (long long)T);
+    std::printf("[ diff ] norm_first=%d %s: max |cached step - teacher forcing| = %.3g over %lld steps\n",
+                int(norm_first), norm.c_str(), worst, (long long)T);
   }
 }
 

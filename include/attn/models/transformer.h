@@ -33,7 +33,7 @@
 // initialised N(0, E^-1/2), as fairseq, so the scaled embedding has unit variance.
 // Config JSON: {"model": "transformer", "vocab_size", "d_model", "nhead", "encoder_layers",
 // "decoder_layers" (or "layers" for both), "d_ff", "dropout", "activation": "relu"|"gelu"|"gelu_tanh",
-// "norm_first", "layer_norm_eps", "share_embeddings", "tie_output", "max_length" (256)};
+// "norm_first", "norm": "layer"|"batch", "layer_norm_eps", "share_embeddings", "tie_output", "max_length" (256)};
 // TransformerSeq2Seq::defaults() is the paper's base (6 + 6 layers, 512, 8 heads, 2048, dropout 0.1), vocab_size 8000.
 // Decoding: start() encodes once and projects each decoder layer's cross-attention K/V of the
 // memory; step() appends the new token's self-attention K/V to a per-layer cache (capacity doubles
@@ -49,6 +49,7 @@
 
 #include "attn/models/seq2seq.h"
 #include "attn/nn/attention/multi_head.h"
+#include "attn/nn/conv.h"
 #include "attn/nn/dropout.h"
 #include "attn/nn/embedding.h"
 #include "attn/nn/layer_norm.h"
@@ -69,6 +70,9 @@ struct TransformerLayerOptions {
   double layer_norm_eps = 1e-5;
   bool batch_first = false;
   bool norm_first = false;
+  // BatchNorm (nn::BatchNorm2d over the B·L tokens of each channel, padding included, eps layer_norm_eps) in
+  // place of every LayerNorm, under the same names: the norm ablation (Shen et al. 2020), not torch's.
+  bool batch_norm = false;
   DType dtype = DType::f32;
 };
 
@@ -90,7 +94,8 @@ class TransformerEncoderLayer : public nn::Module {
   std::shared_ptr<nn::Linear> linear1;
   std::shared_ptr<nn::Dropout> dropout;
   std::shared_ptr<nn::Linear> linear2;
-  std::shared_ptr<nn::LayerNorm> norm1, norm2;
+  std::shared_ptr<nn::LayerNorm> norm1, norm2;   // null with batch_norm: then bn1, bn2 ("norm1", "norm2")
+  std::shared_ptr<nn::BatchNorm2d> bn1, bn2;
   std::shared_ptr<nn::Dropout> dropout1, dropout2;
 };
 
@@ -123,7 +128,8 @@ class TransformerDecoderLayer : public nn::Module {
   std::shared_ptr<nn::Linear> linear1;
   std::shared_ptr<nn::Dropout> dropout;
   std::shared_ptr<nn::Linear> linear2;
-  std::shared_ptr<nn::LayerNorm> norm1, norm2, norm3;
+  std::shared_ptr<nn::LayerNorm> norm1, norm2, norm3;   // null with batch_norm: then bn1..3 ("norm1".."norm3")
+  std::shared_ptr<nn::BatchNorm2d> bn1, bn2, bn3;
   std::shared_ptr<nn::Dropout> dropout1, dropout2, dropout3;
 };
 
@@ -135,7 +141,9 @@ class TransformerEncoder : public nn::Module {
   Tensor forward(const Tensor& src, const Tensor& mask = Tensor(), const Tensor& src_key_padding_mask = Tensor()) const;
   Tensor forward_bf(const Tensor& x, const Tensor& mask, const Tensor& src_key_padding_mask) const;
   std::vector<std::shared_ptr<TransformerEncoderLayer>> layers;
-  std::shared_ptr<nn::LayerNorm> norm;   // null without final_norm
+  std::shared_ptr<nn::LayerNorm> norm;   // null without final_norm (or with batch_norm: then bn, "norm")
+  std::shared_ptr<nn::BatchNorm2d> bn;
+  Tensor final_norm(const Tensor& x) const;   // norm, bn or x itself
 
  private:
   bool batch_first_;
@@ -152,6 +160,8 @@ class TransformerDecoder : public nn::Module {
                     const Tensor& tgt_key_padding_mask, const Tensor& memory_key_padding_mask) const;
   std::vector<std::shared_ptr<TransformerDecoderLayer>> layers;
   std::shared_ptr<nn::LayerNorm> norm;
+  std::shared_ptr<nn::BatchNorm2d> bn;
+  Tensor final_norm(const Tensor& x) const;
 
  private:
   bool batch_first_;
@@ -168,6 +178,7 @@ struct TransformerOptions {
   double layer_norm_eps = 1e-5;
   bool batch_first = false;
   bool norm_first = false;
+  bool batch_norm = false;   // BatchNorm in place of LayerNorm (TransformerLayerOptions)
   DType dtype = DType::f32;
 };
 
@@ -202,6 +213,7 @@ struct TransformerSeq2SeqConfig {
   double dropout = 0.1;
   Activation activation = Activation::relu;
   bool norm_first = false;
+  std::string norm = "layer";   // layer | batch (TransformerLayerOptions::batch_norm)
   double layer_norm_eps = 1e-5;
   bool share_embeddings = true;
   bool tie_output = true;

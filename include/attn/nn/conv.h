@@ -32,6 +32,8 @@ class BatchNorm2d : public Module {
  public:
   explicit BatchNorm2d(int64_t channels, double eps = 1e-5, double momentum = 0.1);
   Tensor forward(const Tensor& x) const;   // batch statistics in training (updating the running ones)
+  // Tokens (..., C): every token one example of the batch (torch's BatchNorm1d on the tokens flattened to (N, C)).
+  Tensor forward_tokens(const Tensor& x) const;
   Tensor& weight;
   Tensor& bias;
   Tensor& running_mean;
