@@ -14,9 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-// The Fashion-MNIST ViT track: vit_fmnist_small (patch 4, D 128, depth 6, 4 heads, MLP 256) on the
-// default image recipe (AdamW 1e-3, one warm-up epoch, cosine), test accuracy in points; the full
-// budget trains `epochs` epochs of the 55,000 training images.
 // A classification track compared on test accuracy in points, picked and plotted by validation accuracy.
 Track accuracy_track(std::string name, std::string data_label) {
   Track t;
@@ -29,6 +26,9 @@ Track accuracy_track(std::string name, std::string data_label) {
   return t;
 }
 
+// The Fashion-MNIST ViT track: vit_fmnist_small (patch 4, D 128, depth 6, 4 heads, MLP 256) on the
+// default image recipe (AdamW 1e-3, one warm-up epoch, cosine), test accuracy in points; the full
+// budget trains `epochs` epochs of the 55,000 training images.
 Track fmnist_track(int64_t epochs, std::vector<Variant> variants) {
   Track t = accuracy_track("fmnist", "Fashion-MNIST");
   t.base = {{"model", "vit_fmnist_small"}, {"data", "fashion-mnist"}};
@@ -94,7 +94,30 @@ Experiment scaling() {
   return e;
 }
 
-Track bible_track(int64_t steps, std::vector<Variant> variants);
+// The Bible track: English -> Spanish verses (KJV -> Reina-Valera 1909), a joint SentencePiece vocabulary,
+// greedy test BLEU on the first 500 test pairs (sacreBLEU's 13a), the dev BLEU of 200 sentences as the curve.
+Track bible_track(int64_t steps, std::vector<Variant> variants) {
+  Track t;
+  t.name = "bible";
+  t.data_label = "Bible en-es";
+  t.metric = "test_bleu";
+  t.metric_label = "test BLEU";
+  t.selection = "dev_bleu_greedy";
+  t.curve = "dev_bleu";
+  // The inverse-sqrt schedule warmed up over 300 steps at a quarter of the paper's scale (peak lr about 9e-4
+  // at d 256), for runs of a few hundred steps.
+  t.base = {{"data", "bible-en-es"}, {"limit_test", 500}, {"beam", 1}, {"warmup_steps", 300}, {"lr", 0.25}};
+  t.quick = {{"limit_train", 2000}, {"vocab_size", 2000}, {"max_steps", 40}, {"eval_every", 20},
+             {"eval_sentences", 20}, {"limit_test", 50}};
+  t.full = {{"max_steps", steps}, {"eval_every", steps / 4}};
+  if (steps == 0) t.full = {{"eval_every", 150}};   // a wall-time budget (max_minutes) instead
+  // smoke: the synthetic reversal task in place of the Bible (no corpus to read, no vocabulary to learn)
+  t.smoke = {{"data", "synthetic:reverse"}, {"limit_train", 300}, {"max_steps", 1}, {"eval_sentences", 2},
+             {"limit_test", 4}, {"max_tokens", 1024}};
+  t.extra_metrics = {"tokens_per_second"};
+  t.variants = std::move(variants);
+  return t;
+}
 
 // The small Transformer of the Bible tracks: 2 + 2 layers, d 128, d_ff 512 (a few minutes per run).
 json small_transformer(json model_config) {
@@ -244,31 +267,6 @@ Experiment norm() {
   return e;
 }
 
-// The Bible track: English -> Spanish verses (KJV -> Reina-Valera 1909), a joint SentencePiece vocabulary,
-// greedy test BLEU on the first 500 test pairs (sacreBLEU's 13a), the dev BLEU of 200 sentences as the curve.
-Track bible_track(int64_t steps, std::vector<Variant> variants) {
-  Track t;
-  t.name = "bible";
-  t.data_label = "Bible en-es";
-  t.metric = "test_bleu";
-  t.metric_label = "test BLEU";
-  t.selection = "dev_bleu_greedy";
-  t.curve = "dev_bleu";
-  // The inverse-sqrt schedule warmed up over 300 steps at a quarter of the paper's scale (peak lr about 9e-4
-  // at d 256), for runs of a few hundred steps.
-  t.base = {{"data", "bible-en-es"}, {"limit_test", 500}, {"beam", 1}, {"warmup_steps", 300}, {"lr", 0.25}};
-  t.quick = {{"limit_train", 2000}, {"vocab_size", 2000}, {"max_steps", 40}, {"eval_every", 20},
-             {"eval_sentences", 20}, {"limit_test", 50}};
-  t.full = {{"max_steps", steps}, {"eval_every", steps / 4}};
-  if (steps == 0) t.full = {{"eval_every", 150}};   // a wall-time budget (max_minutes) instead
-  // smoke: the synthetic reversal task in place of the Bible (no corpus to read, no vocabulary to learn)
-  t.smoke = {{"data", "synthetic:reverse"}, {"limit_train", 300}, {"max_steps", 1}, {"eval_sentences", 2},
-             {"limit_test", 4}, {"max_tokens", 1024}};
-  t.extra_metrics = {"tokens_per_second"};
-  t.variants = std::move(variants);
-  return t;
-}
-
 Experiment scores() {
   Experiment e =
       described("scores",
@@ -302,18 +300,14 @@ Experiment transformer_vs_rnn() {
       "the Transformer (3 + 3 layers, d 256, 4 heads, d_ff 1,024), a bidirectional-GRU encoder-decoder with "
       "Bahdanau attention and an LSTM one with Luong (general) attention (embeddings and hidden 256), each trained "
       "for the same 10 minutes: 3 variants");
-  const json rnn = {{"model", "rnn-attention"}};
-  auto with = [](json s, json model_config) {
-    s["model_config"] = std::move(model_config);
-    return s;
-  };
+  auto rnn = [](json model_config) { return json{{"model", "rnn-attention"}, {"model_config", std::move(model_config)}}; };
   Track t = bible_track(0, {{"transformer", "Transformer",
                              {{"model", "transformer"},
                               {"model_config", {{"d_model", 256}, {"nhead", 4}, {"layers", 3}, {"d_ff", 1024}}}}},
                             {"gru-bahdanau", "GRU + Bahdanau",
-                             with(rnn, {{"emb_dim", 256}, {"hidden", 256}, {"cell", "gru"}, {"attention", "bahdanau"}})},
+                             rnn({{"emb_dim", 256}, {"hidden", 256}, {"cell", "gru"}, {"attention", "bahdanau"}})},
                             {"lstm-luong", "LSTM + Luong",
-                             with(rnn, {{"emb_dim", 256},
+                             rnn({{"emb_dim", 256},
                                         {"hidden", 256},
                                         {"cell", "lstm"},
                                         {"attention", "luong"},
@@ -333,7 +327,7 @@ Track teacher_track() {
                              {"vit", "ViT teacher (vit_fmnist_small)", json::object()}});
   t.name = "teachers";
   t.data_label = "Fashion-MNIST, the teachers";
-  t.seeds = 1;
+  t.once = true;
   return t;
 }
 
@@ -390,7 +384,7 @@ Experiment pretraining() {
   pre.metric = pre.selection = pre.curve = "val_mlm_accuracy";
   pre.metric_label = "validation masked-LM accuracy (%)";
   pre.metric_scale = 100;
-  pre.seeds = 1;
+  pre.once = true;
   pre.base = {{"model", "bert-mini"}, {"task", "pretrain"}, {"data", "bible+wordnet"}};
   pre.quick = {{"max_steps", 40}, {"eval_every", 20}, {"limit_eval", 256}};
   pre.full = {{"max_steps", 3000}, {"eval_every", 500}};

@@ -185,7 +185,7 @@ std::vector<std::string> write_docs(const std::string& results_root, const std::
          << (t.base.contains("model") ? t.base.at("model").get<std::string>() + " unless the variant says otherwise"
                                       : std::string("each variant's model"))
          << (base.empty() ? "" : "; settings: " + base) << "; full budget: " << budget
-         << (t.seeds == 1 ? "; one run (seed 0), which every seed of the next track builds on.\n" : "; 3 seeds.\n");
+         << (t.once ? "; one run (seed 0), which every seed of the next track builds on.\n" : "; 3 seeds.\n");
     }
     if (found[i].is_null()) {
       md << "\nNot run at full budget yet.\n\n";

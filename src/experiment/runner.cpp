@@ -106,7 +106,7 @@ json resolve_runs(const Experiment& e, const std::string& track, const json& set
                                                   [&](const Variant& v) { return v.name == ref_variant; });
     ATTN_CHECK(has_variant, "attn experiment: ", e.name, "/", track, " takes its ", key, " from the run '", name,
                "', which no earlier track of the experiment has");
-    s[key] = budget_dir + "/" + ref_track + "/" + ref_variant + "/s" + std::to_string(found->seeds == 1 ? 0 : seed) +
+    s[key] = budget_dir + "/" + ref_track + "/" + ref_variant + "/s" + std::to_string(found->once ? 0 : seed) +
              "/checkpoint.safetensors";
   }
   return s;
@@ -359,7 +359,7 @@ Report run_experiment(const Experiment& e, const RunOptions& o) {
   Report rep;
   rep.dir = o.out + "/" + e.name + "/" + o.budget;
   int64_t total = 0, done = 0;
-  auto seeds_of = [&](const Track& t) { return t.seeds == 1 ? 1 : o.seeds; };
+  auto seeds_of = [&](const Track& t) { return t.once ? 1 : o.seeds; };
   for (const Track& t : e.tracks) total += int64_t(t.variants.size()) * seeds_of(t);
   const auto start = std::chrono::steady_clock::now();
   double trained_seconds = 0;

@@ -47,11 +47,11 @@ void check_seq(const Tensor& x, int64_t E, const char* op, const char* name) {
              ") (or (L, B, ", E, ") when not batch_first), got ", x.defined() ? x.shape() : Shape{});
 }
 
-// A sub-layer's norm: its LayerNorm, or (batch_norm) its BatchNorm over the tokens.
+// A norm: the LayerNorm, or (batch_norm) the BatchNorm over the tokens, or none (x itself).
 struct Norm {
   const nn::LayerNorm* ln;
   const nn::BatchNorm2d* bn;
-  Tensor operator()(const Tensor& x) const { return ln ? ln->forward(x) : bn->forward_tokens(x); }
+  Tensor operator()(const Tensor& x) const { return ln ? ln->forward(x) : bn ? bn->forward_tokens(x) : x; }
 };
 
 // One residual sub-layer: post-norm  norm(x + f(x))  (LayerNorm fused with the add) or pre-norm  x + f(norm(x)).
@@ -240,7 +240,7 @@ TransformerEncoder::TransformerEncoder(const TransformerLayerOptions& o, int64_t
   if (final_norm) add_norm(*this, "norm", o, norm, bn);
 }
 
-Tensor TransformerEncoder::final_norm(const Tensor& x) const { return norm || bn ? Norm{norm.get(), bn.get()}(x) : x; }
+Tensor TransformerEncoder::final_norm(const Tensor& x) const { return Norm{norm.get(), bn.get()}(x); }
 
 Tensor TransformerEncoder::forward_bf(const Tensor& x, const Tensor& mask, const Tensor& src_key_padding_mask) const {
   Tensor h = x;
@@ -264,7 +264,7 @@ TransformerDecoder::TransformerDecoder(const TransformerLayerOptions& o, int64_t
   if (final_norm) add_norm(*this, "norm", o, norm, bn);
 }
 
-Tensor TransformerDecoder::final_norm(const Tensor& x) const { return norm || bn ? Norm{norm.get(), bn.get()}(x) : x; }
+Tensor TransformerDecoder::final_norm(const Tensor& x) const { return Norm{norm.get(), bn.get()}(x); }
 
 Tensor TransformerDecoder::forward_bf(const Tensor& x, const Tensor& mem, const Tensor& tgt_mask,
                                       const Tensor& memory_mask, const Tensor& tgt_key_padding_mask,

@@ -120,7 +120,7 @@ TEST(ExperimentCatalog, RunReferencesResolveToAnEarlierTracksCheckpoint) {
   EXPECT_EQ(experiment::resolve_runs(e, students.name, s, "out/distillation/full", 2).at("teacher"),
             "out/distillation/full/teachers/cnn/s0/checkpoint.safetensors");
   experiment::Experiment x = e;
-  x.tracks.at(0).seeds = 0;   // a teacher per seed
+  x.tracks.at(0).once = false;   // a teacher per seed
   EXPECT_EQ(experiment::resolve_runs(x, students.name, s, "o", 2).at("teacher"), "o/teachers/cnn/s2/checkpoint.safetensors");
   EXPECT_EQ(error_of([&] { experiment::resolve_runs(e, "teachers", s, "o", 0); }),
             "attn experiment: distillation/teachers takes its teacher from the run 'teachers/cnn', which no earlier "

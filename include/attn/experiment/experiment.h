@@ -56,9 +56,9 @@ struct Track {
   std::string probe;
   int stages = 4;
   int64_t probe_images = 256;
-  // 0: one run per seed of the experiment (--seeds); 1: one run (seed 0), for a model that the runs of a
-  // later track start from or learn from (a teacher, a pre-trained encoder), the same for every seed.
-  int seeds = 0;
+  // One run (seed 0) instead of one per seed of the experiment (--seeds): a model that the runs of a later
+  // track start from or learn from (a teacher, a pre-trained encoder), the same for every seed.
+  bool once = false;
 };
 
 // term: coeff x the metric of `variants` (or the run's scalar `metric`, a probe's); with several variants,
@@ -105,7 +105,7 @@ void apply_settings(train::TrainConfig& cfg, const nlohmann::json& settings);
 
 // A run's settings with each {"run": "TRACK/VARIANT"} value (of init or teacher) replaced by the checkpoint of
 // that run of experiment `e` under `budget_dir` (out/NAME/BUDGET): the same seed's, or seed 0's when that
-// track has one run. The track must come earlier in `e` (its runs are trained first) and have that variant,
+// track runs once. The track must come earlier in `e` (its runs are trained first) and have that variant,
 // else attn::Error.
 nlohmann::json resolve_runs(const Experiment& e, const std::string& track, const nlohmann::json& settings,
                             const std::string& budget_dir, int seed);
