@@ -46,18 +46,18 @@ Variant vit(std::string name, std::string label, json model_config, json extra =
 }
 
 SubClaim better(std::string text, const std::string& a, const std::string& b, std::string track = "fmnist") {
-  return {std::move(text), std::move(track), {{1, {a}}, {-1, {b}}}, Direction::better, 0};
+  return {std::move(text), std::move(track), {{1, {a}, {}}, {-1, {b}, {}}}, Direction::better, 0};
 }
 
 SubClaim equal(std::string text, std::vector<std::string> a, std::vector<std::string> b, double delta,
                std::string track = "fmnist") {
-  return {std::move(text), std::move(track), {{1, std::move(a)}, {-1, std::move(b)}}, Direction::equal, delta};
+  return {std::move(text), std::move(track), {{1, std::move(a), {}}, {-1, std::move(b), {}}}, Direction::equal, delta};
 }
 
 // "a - b gains more than c - d": (a - b) - (c - d) above zero, seed by seed.
 SubClaim larger_gain(std::string text, const std::string& a, const std::string& b, const std::string& c,
                      const std::string& d, std::string track = "fmnist") {
-  return {std::move(text), std::move(track), {{1, {a}}, {-1, {b}}, {-1, {c}}, {1, {d}}}, Direction::better, 0};
+  return {std::move(text), std::move(track), {{1, {a}, {}}, {-1, {b}, {}}, {-1, {c}, {}}, {1, {d}, {}}}, Direction::better, 0};
 }
 
 // An experiment's name, claim, source and grid; its tracks and sub-claims follow.

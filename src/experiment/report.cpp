@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attn/core/error.h"
@@ -110,6 +111,20 @@ std::string results_markdown(const json& r) {
 
 namespace {
 
+// The machine time of an experiment: the sum of its runs' training times (a resumed run counts its parts;
+// the invocation's own wall time would count only what that invocation trained).
+std::pair<double, int> runs_seconds(const json& r) {
+  double sum = 0;
+  int n = 0;
+  for (const json& t : r.at("tracks"))
+    for (const json& v : t.at("variants"))
+      for (const json& run : v.at("runs")) {
+        sum += run.at("seconds").get<double>();
+        ++n;
+      }
+  return {sum, n};
+}
+
 std::string doc_header() {
   return "# Experiments\n\n"
          "Each claim below is one command, `attn experiment NAME`: it trains every variant of the claim with the\n"
@@ -193,8 +208,8 @@ std::vector<std::string> write_docs(const std::string& results_root, const std::
     }
     const json& r = found[i];
     md << "- Run: " << r.at("date").get<std::string>() << ", " << r.at("threads").get<int>() << " threads, ISA "
-       << r.at("isa").get<std::string>() << ", " << format_duration(r.at("seconds").get<double>())
-       << " in all.\n\n";
+       << r.at("isa").get<std::string>() << "; its " << runs_seconds(r).second << " runs trained for "
+       << format_duration(runs_seconds(r).first) << " in all.\n\n";
     md << results_markdown(r);
     for (const json& t : r.at("tracks")) {
       const std::string name = e.name + "-" + t.at("name").get<std::string>() + ".svg";

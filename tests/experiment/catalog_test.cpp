@@ -187,7 +187,7 @@ TEST(ExperimentCatalog, SlowEveryVariantRunsOneStep) {
   fs::create_directories(out + "/qk-sharing/full");
   fs::copy_file(out + "/qk-sharing/smoke/results.json", out + "/qk-sharing/full/results.json");
   fs::copy_file(out + "/qk-sharing/smoke/curves-fmnist.svg", out + "/qk-sharing/full/curves-fmnist.svg");
-  const std::string doc = out + "/docs/experiments.md";
+  const std::string doc = out + "/docs/experiments.md", doc_json_source = out + "/qk-sharing/full/results.json";
   fs::create_directories(out + "/docs");
   EXPECT_EQ(experiment::write_docs(out, doc), std::vector<std::string>{"qk-sharing"});
   auto read = [](const std::string& p) {
@@ -198,6 +198,15 @@ TEST(ExperimentCatalog, SlowEveryVariantRunsOneStep) {
   EXPECT_NE(page.find("| separate W_Q and W_K beat a shared projection | better: above 0 |"), std::string::npos);
   EXPECT_NE(page.find("![qk-sharing, Fashion-MNIST](experiments/qk-sharing-fmnist.svg)"), std::string::npos);
   EXPECT_NE(page.find("## positions"), std::string::npos);
+  // The experiment's time is the sum of its runs' (a resumed experiment's invocation trains only a part).
+  double trained = 0;
+  const json kept = json::parse(std::ifstream(doc_json_source));
+  for (const auto& v : kept.at("tracks").at(0).at("variants"))
+    trained += v.at("runs").at(0).at("seconds").get<double>();
+  const size_t run_line = page.find("- Run: ");
+  ASSERT_NE(run_line, std::string::npos);
+  EXPECT_NE(page.find("its 2 runs trained for " + format_duration(trained) + " in all"), std::string::npos)
+      << trained << " s; " << page.substr(run_line, page.find('\n', run_line) - run_line);
   EXPECT_TRUE(fs::exists(out + "/docs/experiments/qk-sharing.json"));
   fs::remove_all(out + "/qk-sharing/full");
   experiment::write_docs(out + "/none", doc);
