@@ -207,9 +207,10 @@ std::vector<std::string> write_docs(const std::string& results_root, const std::
       continue;
     }
     const json& r = found[i];
+    const auto [trained, runs] = runs_seconds(r);
     md << "- Run: " << r.at("date").get<std::string>() << ", " << r.at("threads").get<int>() << " threads, ISA "
-       << r.at("isa").get<std::string>() << "; its " << runs_seconds(r).second << " runs trained for "
-       << format_duration(runs_seconds(r).first) << " in all.\n\n";
+       << r.at("isa").get<std::string>() << "; its " << runs << " runs trained for " << format_duration(trained)
+       << " in all.\n\n";
     md << results_markdown(r);
     for (const json& t : r.at("tracks")) {
       const std::string name = e.name + "-" + t.at("name").get<std::string>() + ".svg";
