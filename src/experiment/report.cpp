@@ -212,16 +212,20 @@ std::vector<std::string> write_docs(const std::string& results_root, const std::
        << r.at("isa").get<std::string>() << "; its " << runs << " runs trained for " << format_duration(trained)
        << " in all.\n\n";
     md << results_markdown(r);
-    for (const json& t : r.at("tracks")) {
-      const std::string name = e.name + "-" + t.at("name").get<std::string>() + ".svg";
-      const fs::path src = fs::path(results_root) / e.name / "full" / ("curves-" + t.at("name").get<std::string>() + ".svg");
-      if (fs::exists(src)) {
-        fs::create_directories(doc_dir / "experiments");
-        fs::copy_file(src, doc_dir / "experiments" / name, fs::copy_options::overwrite_existing);
+    // Each track's curves, then its probe's figure where it has one (attention-distance's distance per layer).
+    for (const json& t : r.at("tracks"))
+      for (const std::string kind : {"curves", "distance"}) {
+        const std::string track = t.at("name").get<std::string>();
+        const std::string name = e.name + (kind == "curves" ? "" : "-" + kind) + "-" + track + ".svg";
+        const fs::path src = fs::path(results_root) / e.name / "full" / (kind + "-" + track + ".svg");
+        if (fs::exists(src)) {
+          fs::create_directories(doc_dir / "experiments");
+          fs::copy_file(src, doc_dir / "experiments" / name, fs::copy_options::overwrite_existing);
+        }
+        if (!fs::exists(doc_dir / "experiments" / name)) continue;
+        md << "![" << e.name << ", " << t.at("data").get<std::string>() << (kind == "curves" ? "" : ", " + kind)
+           << "](experiments/" << name << ")\n\n";
       }
-      if (!fs::exists(doc_dir / "experiments" / name)) continue;
-      md << "![" << e.name << ", " << t.at("data").get<std::string>() << "](experiments/" << name << ")\n\n";
-    }
   }
   io::write_file_atomic(doc_path, md.str());
   return names;

@@ -187,9 +187,12 @@ TEST(ExperimentCatalog, SlowEveryVariantRunsOneStep) {
   fs::create_directories(out + "/qk-sharing/full");
   fs::copy_file(out + "/qk-sharing/smoke/results.json", out + "/qk-sharing/full/results.json");
   fs::copy_file(out + "/qk-sharing/smoke/curves-fmnist.svg", out + "/qk-sharing/full/curves-fmnist.svg");
+  fs::create_directories(out + "/attention-distance/full");
+  for (const char* f : {"results.json", "curves-fmnist.svg", "distance-fmnist.svg"})
+    fs::copy_file(out + "/attention-distance/smoke/" + f, out + "/attention-distance/full/" + f);
   const std::string doc = out + "/docs/experiments.md", doc_json_source = out + "/qk-sharing/full/results.json";
   fs::create_directories(out + "/docs");
-  EXPECT_EQ(experiment::write_docs(out, doc), std::vector<std::string>{"qk-sharing"});
+  EXPECT_EQ(experiment::write_docs(out, doc), (std::vector<std::string>{"qk-sharing", "attention-distance"}));
   auto read = [](const std::string& p) {
     std::ifstream f(p);
     return std::string(std::istreambuf_iterator<char>(f), {});
@@ -198,6 +201,13 @@ TEST(ExperimentCatalog, SlowEveryVariantRunsOneStep) {
   EXPECT_NE(page.find("| separate W_Q and W_K beat a shared projection | better: above 0 |"), std::string::npos);
   EXPECT_NE(page.find("![qk-sharing, Fashion-MNIST](experiments/qk-sharing-fmnist.svg)"), std::string::npos);
   EXPECT_NE(page.find("## positions"), std::string::npos);
+  // A probe's figure is shown and kept beside the track's curves.
+  EXPECT_NE(page.find("![attention-distance, Fashion-MNIST](experiments/attention-distance-fmnist.svg)"),
+            std::string::npos);
+  const std::string distance_figure =
+      "![attention-distance, Fashion-MNIST, distance](experiments/attention-distance-distance-fmnist.svg)";
+  EXPECT_NE(page.find(distance_figure), std::string::npos);
+  EXPECT_TRUE(fs::exists(out + "/docs/experiments/attention-distance-distance-fmnist.svg"));
   // The experiment's time is the sum of its runs' (a resumed experiment's invocation trains only a part).
   double trained = 0;
   const json kept = json::parse(std::ifstream(doc_json_source));
@@ -209,6 +219,7 @@ TEST(ExperimentCatalog, SlowEveryVariantRunsOneStep) {
       << trained << " s; " << page.substr(run_line, page.find('\n', run_line) - run_line);
   EXPECT_TRUE(fs::exists(out + "/docs/experiments/qk-sharing.json"));
   fs::remove_all(out + "/qk-sharing/full");
+  fs::remove_all(out + "/attention-distance/full");
   experiment::write_docs(out + "/none", doc);
   EXPECT_EQ(read(doc), page);
 
