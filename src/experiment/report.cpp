@@ -12,6 +12,7 @@
 #include "attn/core/progress.h"
 #include "attn/experiment/experiment.h"
 #include "attn/io/safetensors.h"
+#include "figures.h"
 
 namespace attn::experiment {
 
@@ -213,11 +214,11 @@ std::vector<std::string> write_docs(const std::string& results_root, const std::
        << " in all.\n\n";
     md << results_markdown(r);
     // Each track's curves, then its probe's figure where it has one (attention-distance's distance per layer).
-    for (const json& t : r.at("tracks"))
-      for (const std::string kind : {"curves", "distance"}) {
-        const std::string track = t.at("name").get<std::string>();
-        const std::string name = e.name + (kind == "curves" ? "" : "-" + kind) + "-" + track + ".svg";
-        const fs::path src = fs::path(results_root) / e.name / "full" / (kind + "-" + track + ".svg");
+    for (const json& t : r.at("tracks")) {
+      const std::string track = t.at("name").get<std::string>();
+      for (const std::string kind : kFigureKinds) {
+        const std::string name = docs_figure_file(e.name, kind, track);
+        const fs::path src = fs::path(results_root) / e.name / "full" / figure_file(kind, track);
         if (fs::exists(src)) {
           fs::create_directories(doc_dir / "experiments");
           fs::copy_file(src, doc_dir / "experiments" / name, fs::copy_options::overwrite_existing);
@@ -226,6 +227,7 @@ std::vector<std::string> write_docs(const std::string& results_root, const std::
         md << "![" << e.name << ", " << t.at("data").get<std::string>() << (kind == "curves" ? "" : ", " + kind)
            << "](experiments/" << name << ")\n\n";
       }
+    }
   }
   io::write_file_atomic(doc_path, md.str());
   return names;

@@ -21,6 +21,7 @@
 #include "attn/io/safetensors.h"
 #include "attn/core/tensor.h"
 #include "attn/viz/plot.h"
+#include "figures.h"
 
 namespace attn::experiment {
 
@@ -281,7 +282,7 @@ std::string plot_distances(const Experiment& e, const Track& t, const std::vecto
     }
     series.push_back(s);
   }
-  const std::string path = dir + "/distance-" + t.name + ".svg";
+  const std::string path = dir + "/" + figure_file("distance", t.name);
   viz::write_svg_plot(path, e.name + ": mean attention distance (pixels) per layer, mean of heads and seeds", "step",
                       series);
   return path;
@@ -394,7 +395,7 @@ Report run_experiment(const Experiment& e, const RunOptions& o) {
     tracks.push_back(track_results(t, runs, seeds_of(t)));
     std::vector<viz::Series> series;
     for (const Variant& v : t.variants) series.push_back(mean_curve(v.label, runs.at(v.name)));
-    const std::string plot = rep.dir + "/curves-" + t.name + ".svg";
+    const std::string plot = rep.dir + "/" + figure_file("curves", t.name);
     viz::write_svg_plot(plot, e.name + ": " + t.data_label + ", " + t.curve + " (mean of " +
                                   std::to_string(seeds_of(t)) + (seeds_of(t) == 1 ? " seed)" : " seeds)"), "step", series);
     rep.plots.push_back(plot);
