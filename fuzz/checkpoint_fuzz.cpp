@@ -13,7 +13,7 @@
 // An attn::Error is the expected outcome for a malformed checkpoint. Anything else is a finding: a
 // sanitizer report, a crash, a leak, another exception (nlohmann::json's type_error for metadata of
 // the wrong type included), or a broken property:
-//   * read_checkpoint splits the file's tensors into model and "optim." ones, none lost;
+//   * read_checkpoint splits the file's tensors into model, "optim." and "ema." ones, none lost;
 //   * a loaded classifier has the checkpoint's class count; a loaded translator's model and tokenizer
 //     agree on the vocabulary and it translates a short text to valid UTF-8.
 #include <cstddef>
@@ -40,9 +40,15 @@ void check_tensors(const std::string& path) {
   }
   const attn::io::SafetensorsReader r(path);
   const size_t optim = f.optimizer ? f.optimizer->tensors.size() : 0;
-  size_t prefixed = 0;
-  for (const auto& e : r.entries()) prefixed += e.name.rfind(attn::io::kCheckpointOptimizerPrefix, 0) == 0;
-  if (f.model.size() + prefixed != r.entries().size() || (f.optimizer && optim != prefixed)) __builtin_trap();
+  size_t optim_keys = 0, ema_keys = 0;
+  for (const auto& e : r.entries()) {
+    optim_keys += e.name.rfind(attn::io::kCheckpointOptimizerPrefix, 0) == 0;
+    ema_keys += e.name.rfind(attn::io::kCheckpointEmaPrefix, 0) == 0;
+  }
+  // The optimizer's tensors are kept only with its "optimizer" metadata; the others all land somewhere.
+  if (f.model.size() + f.ema.size() + optim_keys != r.entries().size() || f.ema.size() != ema_keys ||
+      (f.optimizer && optim != optim_keys))
+    __builtin_trap();
 }
 
 void load_classifier(const std::string& path, const nlohmann::json& meta) {
