@@ -6,6 +6,7 @@
 // interval and its verdict; writes results.json, table.md and the curves as SVG under
 // DIR/NAME/BUDGET/ (attn/experiment/experiment.h). Run again, it resumes where it stopped.
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "attn/attn.h"
@@ -49,8 +50,10 @@ void add_experiment(CLI::App& app) {
   c->callback([o] {
     if (o->list) return list_experiments();
     if (!o->docs.empty()) {
-      const auto found = experiment::write_docs(o->out, o->docs);
-      std::printf("%s: %zu experiments with full-budget results\n", o->docs.c_str(), found.size());
+      const experiment::DocsWritten w = experiment::write_docs(o->out, o->docs);
+      std::printf("%s: %zu experiments with full-budget results; %lld finished runs kept under %s\n",
+                  o->docs.c_str(), w.experiments.size(), (long long)w.runs_kept,
+                  (std::filesystem::path(o->docs).parent_path() / "experiments" / "runs").c_str());
       return;
     }
     ATTN_CHECK(!o->name.empty(), "attn experiment: expected an experiment's name (attn experiment --list shows them)");

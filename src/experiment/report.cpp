@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -145,21 +146,60 @@ std::string doc_header() {
          "seed of each variant is an ordinary resumable training run under `runs/experiments/NAME/BUDGET/`, next to\n"
          "`results.json` (every number below, per seed), `table.md` and `curves-*.svg`. This page is regenerated\n"
          "from those files by `attn experiment --write-docs docs/experiments.md`, which keeps a copy of each\n"
-         "results.json and plot in `docs/experiments/`.\n\n"
+         "results.json and plot in `docs/experiments/`, and of each finished run (without its checkpoint) in\n"
+         "`docs/experiments/runs/`, from where an experiment that is not finished can go on on another machine.\n\n"
          "A claim that this data does not support is reported as such: the point is to find out, not to agree.\n\n";
+}
+
+// The runs of `e` whose checkpoint a later track reads ({"run": "TRACK/VARIANT"} as its init or teacher).
+std::set<std::string> checkpoint_sources(const Experiment& e) {
+  std::set<std::string> out;
+  for (const Track& t : e.tracks)
+    for (const Variant& v : t.variants) {
+      const json s = run_settings(t, v, "full");
+      for (const char* key : {"init", "teacher"})
+        if (s.contains(key) && s.at(key).is_object() && s.at(key).contains("run"))
+          out.insert(s.at(key).at("run").get<std::string>());
+    }
+  return out;
+}
+
+// Copies the small files of each finished run (a metrics.json) under `from` (out/NAME/full) to the same
+// TRACK/VARIANT/sSEED under `to`: what the runner reads back instead of training. Not the checkpoints
+// (megabytes each), and so not the runs whose checkpoint a later track reads: without it, the runs that
+// read it could not go on, so where the copy is put back the runner trains them again (same seed and
+// data order) first. Kept copies are only added or refreshed: a run missing from `from` stays kept.
+int64_t keep_runs(const Experiment& e, const fs::path& from, const fs::path& to) {
+  if (!fs::is_directory(from)) return 0;
+  const std::set<std::string> sources = checkpoint_sources(e);
+  int64_t kept = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(from)) {
+    if (entry.path().filename() != "metrics.json") continue;
+    const fs::path dir = entry.path().parent_path(), rel = fs::relative(dir, from);
+    const std::vector<fs::path> parts(rel.begin(), rel.end());
+    if (parts.size() != 3 || sources.count(parts[0].string() + "/" + parts[1].string())) continue;
+    fs::create_directories(to / rel);
+    for (const char* f : {"run.json", "metrics.json", "log.jsonl", "probe.json"})
+      if (fs::exists(dir / f)) fs::copy_file(dir / f, to / rel / f, fs::copy_options::overwrite_existing);
+    ++kept;
+  }
+  return kept;
 }
 
 }  // namespace
 
-std::vector<std::string> write_docs(const std::string& results_root, const std::string& doc_path) {
+DocsWritten write_docs(const std::string& results_root, const std::string& doc_path) {
   std::ostringstream md;
   md << doc_header();
   md << "| experiment | claim | source | verdicts |\n|---|---|---|---|\n";
   std::vector<json> found(catalog().size());
-  std::vector<std::string> names;
+  DocsWritten written;
+  std::vector<std::string>& names = written.experiments;
   const fs::path doc_dir = fs::path(doc_path).parent_path();
   for (size_t i = 0; i < catalog().size(); ++i) {
     const Experiment& e = catalog()[i];
+    written.runs_kept +=
+        keep_runs(e, fs::path(results_root) / e.name / "full", doc_dir / "experiments" / "runs" / e.name);
     // The run's results.json, kept beside the page (experiments/NAME.json) so that the page can be
     // regenerated where the runs are not; without a run here, the kept copy.
     std::string path = results_root + "/" + e.name + "/full/results.json";
@@ -230,7 +270,7 @@ std::vector<std::string> write_docs(const std::string& results_root, const std::
     }
   }
   io::write_file_atomic(doc_path, md.str());
-  return names;
+  return written;
 }
 
 }  // namespace attn::experiment

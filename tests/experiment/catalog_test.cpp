@@ -192,7 +192,44 @@ TEST(ExperimentCatalog, SlowEveryVariantRunsOneStep) {
     fs::copy_file(out + "/attention-distance/smoke/" + f, out + "/attention-distance/full/" + f);
   const std::string doc = out + "/docs/experiments.md", doc_json_source = out + "/qk-sharing/full/results.json";
   fs::create_directories(out + "/docs");
-  EXPECT_EQ(experiment::write_docs(out, doc), (std::vector<std::string>{"qk-sharing", "attention-distance"}));
+  // Finished runs are kept too, of an experiment without results yet (distillation) as well, except those
+  // whose checkpoint a later track reads (the teachers).
+  fs::copy(out + "/qk-sharing/smoke/fmnist", out + "/qk-sharing/full/fmnist", fs::copy_options::recursive);
+  fs::copy(out + "/attention-distance/smoke/fmnist", out + "/attention-distance/full/fmnist",
+           fs::copy_options::recursive);
+  fs::create_directories(out + "/distillation/full");
+  for (const auto& t : experiment::find_experiment("distillation").tracks)   // its runs, not its results
+    fs::copy(out + "/distillation/smoke/" + t.name, out + "/distillation/full/" + t.name, fs::copy_options::recursive);
+  const experiment::DocsWritten written = experiment::write_docs(out, doc);
+  EXPECT_EQ(written.experiments, (std::vector<std::string>{"qk-sharing", "attention-distance"}));
+  int64_t runs = 0;
+  for (const char* name : {"qk-sharing", "attention-distance", "distillation"})
+    for (const auto& t : experiment::find_experiment(name).tracks)
+      runs += t.name == "teachers" ? 0 : int64_t(t.variants.size());
+  EXPECT_EQ(written.runs_kept, runs);
+  const std::string kept_runs = out + "/docs/experiments/runs";
+  for (const char* f : {"run.json", "metrics.json", "log.jsonl"})
+    EXPECT_TRUE(fs::exists(kept_runs + "/qk-sharing/fmnist/separate/s0/" + f)) << f;
+  EXPECT_TRUE(fs::exists(kept_runs + "/attention-distance/fmnist/vit/s0/probe.json"));
+  EXPECT_FALSE(fs::exists(kept_runs + "/qk-sharing/fmnist/separate/s0/checkpoint.safetensors"));
+  EXPECT_FALSE(fs::exists(kept_runs + "/distillation/teachers"));
+  EXPECT_TRUE(fs::exists(kept_runs + "/distillation/" + experiment::find_experiment("distillation").tracks.at(1).name));
+  // Put back on an empty --out, the kept runs are read back, not trained: the same numbers, no checkpoint.
+  for (const char* name : {"qk-sharing", "attention-distance"}) {
+    const std::string moved = out + "/moved/" + name + "/smoke";
+    fs::create_directories(moved);
+    fs::copy(kept_runs + "/" + name, moved, fs::copy_options::recursive);
+    experiment::RunOptions o;
+    o.budget = "smoke";
+    o.seeds = 1;
+    o.out = out + "/moved";
+    o.progress = false;
+    const experiment::Report back = experiment::run_experiment(experiment::find_experiment(name), o);
+    const json before = json::parse(std::ifstream(out + "/" + name + "/smoke/results.json"));
+    EXPECT_EQ(back.results.at("tracks"), before.at("tracks")) << name;
+    for (const auto& entry : fs::recursive_directory_iterator(moved))
+      EXPECT_NE(entry.path().filename(), "checkpoint.safetensors") << entry.path();
+  }
   auto read = [](const std::string& p) {
     std::ifstream f(p);
     return std::string(std::istreambuf_iterator<char>(f), {});

@@ -146,12 +146,22 @@ Report run_experiment(const Experiment& e, const RunOptions& o);
 // sub-claims with their intervals and verdicts. run_experiment writes it as table.md; the docs use it.
 std::string results_markdown(const nlohmann::json& results);
 
+struct DocsWritten {
+  std::vector<std::string> experiments;   // those with full-budget results, in catalog order
+  int64_t runs_kept = 0;                  // finished runs copied under experiments/runs/
+};
+
 // docs/experiments.md from the catalog and the full-budget results under `results_root`
 // (results_root/NAME/full/results.json, where there is one): each claim, its source, the command, the
 // grid, and the table, the plots and the verdicts, or a line saying it has not been run at full budget.
 // Each results.json and plot found is copied beside `doc_path` under experiments/ (NAME.json,
-// NAME-TRACK.svg), and those copies stand in where results_root has no run. Returns the experiments it
-// found results for.
-std::vector<std::string> write_docs(const std::string& results_root, const std::string& doc_path);
+// NAME-TRACK.svg), and those copies stand in where results_root has no run. Each finished run under
+// results_root/NAME/full, of a finished experiment or not, is kept beside them too, without its
+// checkpoint: experiments/runs/NAME/TRACK/VARIANT/sSEED/ holds its run.json, metrics.json, log.jsonl and
+// probe.json (where there is one), which the runner reads back instead of training, so copying
+// experiments/runs/NAME to results_root/NAME/full carries a half-done experiment to another machine. A run
+// whose checkpoint a later track reads (a distillation teacher, a pre-trained model) is not kept: put back
+// without it, the runs that read it could not go on, so the runner trains it again first.
+DocsWritten write_docs(const std::string& results_root, const std::string& doc_path);
 
 }  // namespace attn::experiment
