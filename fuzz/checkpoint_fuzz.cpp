@@ -1,13 +1,15 @@
 // libFuzzer target for attn checkpoints as the loaders read them: the file's metadata (format,
 // "config", "train_state", "kind", the base64 "tokenizer", "id2label", ...) through
 // io::read_checkpoint_metadata, models::checkpoint_inputs, models::load_pretrained (an image
-// classifier: model rebuilt from "config", weights streamed in) and infer::load_translator (a
-// translation model and its tokenizer), and every tensor through io::read_checkpoint.
+// classifier: model rebuilt from "config", its weights, then their EMA, streamed in) and
+// infer::load_translator (a translation model and its tokenizer), and every tensor through
+// io::read_checkpoint.
 //
 //   scripts/fuzz.sh checkpoint_fuzz      # or: build-fuzz/fuzz/checkpoint_fuzz fuzz/corpus/checkpoint_fuzz
 //
 // Input: the checkpoint file's bytes (safetensors), read by path from a memfd. Seeds: small
-// checkpoints of an MLP, a ViT, a ResNet, a Transformer and an RNN translator (fuzz/write_seeds.cpp).
+// checkpoints of an MLP, a ViT (also with EMA weights), a ResNet, a Transformer and an RNN translator
+// (fuzz/write_seeds.cpp).
 // A checkpoint whose "config" holds a number over 512 in magnitude or a list over 16 entries is read
 // but its model not built (fuzz_support.h, small_config).
 // An attn::Error is the expected outcome for a malformed checkpoint. Anything else is a finding: a
@@ -51,9 +53,10 @@ void check_tensors(const std::string& path) {
     __builtin_trap();
 }
 
-void load_classifier(const std::string& path, const nlohmann::json& meta) {
+void load_classifier(const std::string& path, const nlohmann::json& meta, attn::io::CheckpointWeights weights) {
   attn::models::PretrainedSource s = attn::models::PretrainedSource::checkpoint(path);
   s.pack_linear_weights = false;
+  s.weights = weights;
   attn::models::Pretrained p;
   try {
     p = attn::models::load_pretrained(s);
@@ -92,7 +95,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)attn::infer::is_translation_checkpoint(file.path());
   check_tensors(file.path());
   if (!attn::fuzz::small_config(meta.contains("config") ? meta["config"] : nlohmann::json(), 512)) return 0;
-  load_classifier(file.path(), meta);
+  load_classifier(file.path(), meta, attn::io::CheckpointWeights::model);
+  load_classifier(file.path(), meta, attn::io::CheckpointWeights::ema);
   load_translator(file.path());
   return 0;
 }

@@ -132,6 +132,12 @@ void model_and_checkpoint_seeds() {
     attn::io::write_checkpoint(path, m->state_dict(), opt, extra);
     std::ifstream in(path, std::ios::binary);
     write("checkpoint_fuzz", name, std::string(std::istreambuf_iterator<char>(in), {}));
+    if (name == "vit") {   // a run with --ema-decay: the EMA weights beside the model's, under "ema."
+      extra["ema_decay"] = 0.99;
+      attn::io::write_checkpoint(path, m->state_dict(), opt, extra, m->state_dict());
+      std::ifstream ema(path, std::ios::binary);
+      write("checkpoint_fuzz", name + "_ema", std::string(std::istreambuf_iterator<char>(ema), {}));
+    }
   }
   write("model_config_fuzz", "unknown_model", R"({"model": "vit_gigantic", "dim": 8})");
   write("model_config_fuzz", "not_object", "[1, 2, 3]");
