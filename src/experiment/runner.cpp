@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "attn/core/error.h"
-#include "attn/core/isa.h"
 #include "attn/core/json_config.h"
 #include "attn/core/parallel.h"
 #include "attn/core/progress.h"
@@ -118,6 +117,7 @@ namespace {
 // What one finished training run gave.
 struct RunResult {
   double metric = NAN, selection = NAN, seconds = NAN;
+  std::string isa;               // the kernels' path it trained with ("" where its metrics.json does not say)
   std::vector<double> steps, curve;
   json extra = json::object();   // a probe's scalars
   json probe;                    // a probe's stages: [{"step": s, "distance": (L, NH) rows}, ...]
@@ -145,6 +145,7 @@ RunResult read_run(const Track& t, const std::string& dir) {
   r.metric = number_at(m, t.metric, mpath);
   r.selection = number_at(m, t.selection, mpath);
   r.seconds = number_at(m, "seconds", mpath);
+  if (m.contains("isa") && m.at("isa").is_string()) r.isa = m.at("isa").get<std::string>();
   for (const std::string& k : t.extra_metrics) r.extra[k] = number_at(m, k, mpath);
   std::ifstream log(dir + "/log.jsonl");
   std::string line;
@@ -235,6 +236,20 @@ RunResult train_or_read(const Track& t, const json& settings, const json& resolv
     r.extra["distance_spread_drop"] = distance_spread_drop(d);
   }
   return r;
+}
+
+// The kernels' paths the runs trained with, from their metrics.json: "avx512", or, where the runs of an
+// experiment came from different CPUs, each with its count ("avx512 (24 runs), avx2 (12 runs)"); a run
+// whose metrics.json does not record it counts as "not recorded".
+std::string runs_isa(const std::map<std::string, int64_t>& counts) {
+  std::vector<std::pair<int64_t, std::string>> order;
+  for (const auto& [isa, n] : counts) order.emplace_back(-n, isa.empty() ? "not recorded" : isa);
+  std::sort(order.begin(), order.end());
+  if (order.size() == 1) return order[0].second;
+  std::string out;
+  for (const auto& [n, isa] : order)
+    out += (out.empty() ? "" : ", ") + isa + " (" + std::to_string(-n) + (n == -1 ? " run)" : " runs)");
+  return out;
 }
 
 std::string utc_now() {
@@ -365,6 +380,7 @@ Report run_experiment(const Experiment& e, const RunOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   double trained_seconds = 0;
   int64_t trained = 0;
+  std::map<std::string, int64_t> isa_runs;
   json tracks = json::array();
   for (const Track& t : e.tracks) {
     std::map<std::string, std::vector<RunResult>> runs;
@@ -377,6 +393,7 @@ Report run_experiment(const Experiment& e, const RunOptions& o) {
         runs[v.name].push_back(
             train_or_read(t, settings, resolve_runs(e, t.name, settings, rep.dir, s), uint64_t(s), dir, o.progress));
         ++done;
+        ++isa_runs[runs[v.name].back().isa];
         if (!finished) {
           trained_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
           ++trained;
@@ -409,7 +426,7 @@ Report run_experiment(const Experiment& e, const RunOptions& o) {
     claims.push_back(claim_results(c, *it));
   }
   rep.results = {{"experiment", e.name}, {"claim", e.claim}, {"source", e.source}, {"grid", e.grid},
-                 {"budget", o.budget}, {"seeds", o.seeds}, {"date", utc_now()}, {"isa", isa_name(detected_isa())},
+                 {"budget", o.budget}, {"seeds", o.seeds}, {"date", utc_now()}, {"isa", runs_isa(isa_runs)},
                  {"threads", get_num_threads()}, {"command", o.command}, {"tracks", tracks}, {"claims", claims},
                  {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()}};
   rep.markdown = results_markdown(rep.results);

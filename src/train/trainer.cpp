@@ -10,6 +10,7 @@
 
 #include "attn/autograd/grad_mode.h"
 #include "attn/core/error.h"
+#include "attn/core/isa.h"
 #include "attn/core/parallel.h"
 #include "attn/core/rng.h"
 #include "attn/io/checkpoint.h"
@@ -642,6 +643,7 @@ TrainResult Run::run() {
   m["model"] = task_->model()->config();
   m["steps"] = step_;
   m["threads"] = get_num_threads();
+  m["isa"] = isa_name(active_isa());   // the kernels' path: runs on different CPUs may differ in the last digits
   m["seconds"] = run_seconds();
   if (cfg_.ema_decay > 0) m["ema_decay"] = cfg_.ema_decay;
   if (cfg_.grad_accum > 1) m["grad_accum"] = cfg_.grad_accum;

@@ -153,6 +153,7 @@ TEST(ExperimentCatalog, SlowEveryVariantRunsOneStep) {
     EXPECT_EQ(r.dir, out + "/" + e.name + "/smoke");
     const json j = json::parse(std::ifstream(r.dir + "/results.json"));
     EXPECT_EQ(j.at("experiment"), e.name);
+    EXPECT_EQ(j.at("isa"), isa_name(active_isa())) << "every run trained here";
     size_t variants = 0;
     for (const auto& t : e.tracks) variants += t.variants.size();
     size_t got = 0;
@@ -219,6 +220,11 @@ TEST(ExperimentCatalog, SlowEveryVariantRunsOneStep) {
     const std::string moved = out + "/moved/" + name + "/smoke";
     fs::create_directories(moved);
     fs::copy(kept_runs + "/" + name, moved, fs::copy_options::recursive);
+    // A run trained before metrics.json recorded the ISA: the experiment's ISA says so, with the counts.
+    const std::string first = moved + "/fmnist/" + experiment::find_experiment(name).tracks[0].variants[0].name + "/s0";
+    json m = json::parse(std::ifstream(first + "/metrics.json"));
+    m.erase("isa");
+    std::ofstream(first + "/metrics.json") << m.dump();
     experiment::RunOptions o;
     o.budget = "smoke";
     o.seeds = 1;
@@ -227,6 +233,16 @@ TEST(ExperimentCatalog, SlowEveryVariantRunsOneStep) {
     const experiment::Report back = experiment::run_experiment(experiment::find_experiment(name), o);
     const json before = json::parse(std::ifstream(out + "/" + name + "/smoke/results.json"));
     EXPECT_EQ(back.results.at("tracks"), before.at("tracks")) << name;
+    const size_t runs_back = experiment::find_experiment(name).tracks[0].variants.size();
+    const std::string isa = back.results.at("isa").get<std::string>();
+    if (runs_back == 1) {
+      EXPECT_EQ(isa, "not recorded") << name;
+    } else {
+      const std::string recorded = std::string(isa_name(active_isa())) + " (" + std::to_string(runs_back - 1) +
+                                   (runs_back == 2 ? " run)" : " runs)");
+      EXPECT_NE(isa.find(recorded), std::string::npos) << isa;
+      EXPECT_NE(isa.find("not recorded (1 run)"), std::string::npos) << isa;
+    }
     for (const auto& entry : fs::recursive_directory_iterator(moved))
       EXPECT_NE(entry.path().filename(), "checkpoint.safetensors") << entry.path();
   }

@@ -142,6 +142,7 @@ TEST(Trainer, ANewTaskTrainsAndResumesBitForBitWithoutTouchingTheTrainer) {
   EXPECT_LT(ref.step_losses.back(), 0.2 * ref.step_losses.front());
   EXPECT_FALSE(std::isnan(ref.metric("final_val_mse")));
   EXPECT_EQ(ref.metrics.at("model").at("model"), "toy_linear");
+  EXPECT_EQ(ref.metrics.at("isa"), isa_name(active_isa()));
   // One log record per epoch, with the window's sums and the task's evaluation.
   std::ifstream log(ref.log);
   std::string line;
