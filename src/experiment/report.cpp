@@ -14,6 +14,7 @@
 #include "attn/experiment/experiment.h"
 #include "attn/io/safetensors.h"
 #include "figures.h"
+#include "run_files.h"
 
 namespace attn::experiment {
 
@@ -157,7 +158,7 @@ std::set<std::string> checkpoint_sources(const Experiment& e) {
   for (const Track& t : e.tracks)
     for (const Variant& v : t.variants) {
       const json s = run_settings(t, v, "full");
-      for (const char* key : {"init", "teacher"})
+      for (const char* key : kRunReferenceKeys)
         if (s.contains(key) && s.at(key).is_object() && s.at(key).contains("run"))
           out.insert(s.at(key).at("run").get<std::string>());
     }
@@ -179,7 +180,7 @@ int64_t keep_runs(const Experiment& e, const fs::path& from, const fs::path& to)
     const std::vector<fs::path> parts(rel.begin(), rel.end());
     if (parts.size() != 3 || sources.count(parts[0].string() + "/" + parts[1].string())) continue;
     fs::create_directories(to / rel);
-    for (const char* f : {"run.json", "metrics.json", "log.jsonl", "probe.json"})
+    for (const char* f : kKeptRunFiles)
       if (fs::exists(dir / f)) fs::copy_file(dir / f, to / rel / f, fs::copy_options::overwrite_existing);
     ++kept;
   }

@@ -21,6 +21,7 @@
 #include "attn/core/tensor.h"
 #include "attn/viz/plot.h"
 #include "figures.h"
+#include "run_files.h"
 
 namespace attn::experiment {
 
@@ -89,7 +90,7 @@ json run_settings(const Track& t, const Variant& v, const std::string& budget) {
 json resolve_runs(const Experiment& e, const std::string& track, const json& settings, const std::string& budget_dir,
                   int seed) {
   json s = settings;
-  for (const char* key : {"init", "teacher"}) {
+  for (const char* key : kRunReferenceKeys) {
     if (!s.contains(key) || !s.at(key).is_object()) continue;
     const json& ref = s.at(key);
     ATTN_CHECK(ref.size() == 1 && ref.contains("run") && ref.at("run").is_string(), "attn experiment: \"", key,
@@ -213,7 +214,7 @@ RunResult train_or_read(const Track& t, const json& settings, const json& resolv
   }
   train::TrainConfig cfg;
   apply_settings(cfg, resolved);
-  for (const char* key : {"init", "teacher"})
+  for (const char* key : kRunReferenceKeys)
     if (settings.contains(key) && settings.at(key).is_object())
       ATTN_CHECK(fs::exists(resolved.at(key).get<std::string>()), "attn experiment: '", dir, "' takes its ", key,
                  " from the run ", settings.at(key).at("run").dump(), ", whose checkpoint '",
