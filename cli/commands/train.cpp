@@ -9,6 +9,7 @@
 //   attn train --task tag --model bert-mini --data wordnet-supersense --max-steps 500
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 
@@ -198,7 +199,9 @@ void print_result(const train::TrainResult& r) {
                 r.metric("val_nsp_loss"), (long long)r.steps, r.items_per_second, r.train_seconds / 60);
   std::printf("checkpoint: %s\nlog:        %s\ncurve:      %s\nmetrics:    %s\n", r.checkpoint.c_str(), r.log.c_str(),
               r.plot.c_str(), r.metrics_path.c_str());
-  if (m.contains("samples")) std::printf("samples:    %s\n", m["samples"].get<std::string>().c_str());
+  if (m.contains("samples"))   // a file name beside metrics.json
+    std::printf("samples:    %s\n",
+                (std::filesystem::path(r.metrics_path).parent_path() / m["samples"].get<std::string>()).c_str());
 }
 
 void add_train(CLI::App& app) {

@@ -197,15 +197,14 @@ std::string describe(const RunResult& r, const std::string& log) {
 
 bool exited_ok(const RunResult& r) { return !r.killed && !r.timed_out && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0; }
 
-// An object without its wall-clock fields ("seconds", "*_seconds", "*_per_second"), and with the
-// file names of its paths only (two runs write to two directories).
+// An object without its wall-clock fields ("seconds", "*_seconds", "*_per_second"). Its paths
+// ("samples") name files relative to the run's directory, so two runs in two directories agree.
 nlohmann::json sans_time(nlohmann::json j) {
   for (auto it = j.begin(); it != j.end();) {
     const std::string& k = it.key();
     const bool time = k == "seconds" || k.ends_with("_seconds") || k.ends_with("_per_second");
     it = time ? j.erase(it) : std::next(it);
   }
-  if (j.contains("samples")) j["samples"] = fs::path(j["samples"].get<std::string>()).filename().string();
   return j;
 }
 

@@ -69,6 +69,10 @@ TEST(TranslationCli, TransformerTrainTranslateAlignEval) {
   EXPECT_NE(t.out.find("checkpoint: " + ckpt), std::string::npos) << t.out;
   const json metrics = json::parse(read_text(dir + "/run/metrics.json"));
   EXPECT_TRUE(metrics.contains("test_bleu")) << metrics.dump();
+  // The decoded test split: a file beside metrics.json, named relative to the run, printed in full.
+  EXPECT_EQ(metrics.at("samples"), "test_translations.txt");
+  EXPECT_EQ(read_text(dir + "/run/test_translations.txt").rfind("SRC ", 0), 0u);
+  EXPECT_NE(t.out.find("samples:    " + dir + "/run/test_translations.txt"), std::string::npos) << t.out;
   const infer::Translator tr = infer::load_translator(ckpt);
   EXPECT_EQ(tr.model().config().at("d_model"), 32);
 

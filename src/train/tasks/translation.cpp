@@ -272,12 +272,14 @@ nlohmann::json TranslationTask::finish(const TrainResult& res, const nlohmann::j
   const double test_secs = seconds_since(t_test);
   int64_t exact = 0;
   for (size_t i = 0; i < hyps.size(); ++i) exact += hyps[i] == splits_.test[i].tgt;
-  const std::string samples = std::filesystem::path(res.checkpoint).parent_path().string() + "/test_translations.txt";
+  // Beside metrics.json in the run's directory; named relative to it, so a copied run stays whole.
+  const std::string samples = "test_translations.txt";
   {
     std::string text;
     for (size_t i = 0; i < hyps.size(); ++i)
       text += "SRC " + splits_.test[i].src + "\nREF " + splits_.test[i].tgt + "\nHYP " + hyps[i] + "\n\n";
-    if (shard_.rank == 0) io::write_file_atomic(samples, text);
+    if (shard_.rank == 0)
+      io::write_file_atomic((std::filesystem::path(res.checkpoint).parent_path() / samples).string(), text);
   }
   return {{"data", data_json()}, {"test_bleu", bleu.score}, {"test_bleu_line", bleu.format()},
           {"test_exact_match", hyps.empty() ? 0.0 : double(exact) / double(hyps.size())},
