@@ -1,5 +1,11 @@
 // batch_norm forward and backward (train and eval), f32 and f64. x is handled as (N, C, S)
-// contiguous; per-channel statistics accumulate in double, one channel per task.
+// contiguous; per-channel statistics accumulate in double, the channels split among the threads.
+//
+// Tokens, (N, C) with S == 1 (a Transformer's BatchNorm over its tokens), keep a channel's values C
+// apart: read one channel at a time, every value is a cache line of its own. There each thread walks
+// the rows once for its whole range of channels instead, and each channel still adds its values one
+// at a time in row order, which is what the row_* sums do for rows of length 1: the same bits as the
+// channel-at-a-time walk, read contiguously.
 #include "attn/ops/batch_norm.h"
 
 #include <cmath>
@@ -54,6 +60,93 @@ inline void row_grad_sums(const T* g, const T* x, int64_t n, double m, double& s
   sgx += b0 + b1;
 }
 
+// The per-channel sums over the channels [c0, c1): s[c] += Σ x, q[c] += Σ (x - m[c])², and
+// sg[c] += Σ g, sgx[c] += Σ g (x - m[c]); each channel's values in (n, s) order.
+template <class T>
+void channel_sums(const T* x, const BnGeo& g, int64_t c0, int64_t c1, double* s) {
+  if (g.S == 1) {
+    for (int64_t n = 0; n < g.N; ++n)
+      for (int64_t c = c0; c < c1; ++c) s[c] += double(x[n * g.C + c]);
+    return;
+  }
+  for (int64_t c = c0; c < c1; ++c)
+    for (int64_t n = 0; n < g.N; ++n) row_sum<T>(x + (n * g.C + c) * g.S, g.S, s[c]);
+}
+template <class T>
+void channel_sq_devs(const T* x, const BnGeo& g, int64_t c0, int64_t c1, const double* m, double* q) {
+  if (g.S == 1) {
+    for (int64_t n = 0; n < g.N; ++n)
+      for (int64_t c = c0; c < c1; ++c) {
+        const double d = double(x[n * g.C + c]) - m[c];
+        q[c] += d * d;
+      }
+    return;
+  }
+  for (int64_t c = c0; c < c1; ++c)
+    for (int64_t n = 0; n < g.N; ++n) row_sq_dev<T>(x + (n * g.C + c) * g.S, g.S, m[c], q[c]);
+}
+template <class T>
+void channel_grad_sums(const T* gr, const T* x, const BnGeo& g, int64_t c0, int64_t c1, const double* m, double* sg,
+                       double* sgx) {
+  if (g.S == 1) {
+    for (int64_t n = 0; n < g.N; ++n)
+      for (int64_t c = c0; c < c1; ++c) {
+        const int64_t i = n * g.C + c;
+        sg[c] += double(gr[i]);
+        sgx[c] += double(gr[i]) * (double(x[i]) - m[c]);
+      }
+    return;
+  }
+  for (int64_t c = c0; c < c1; ++c)
+    for (int64_t n = 0; n < g.N; ++n) {
+      const int64_t off = (n * g.C + c) * g.S;
+      row_grad_sums<T>(gr + off, x + off, g.S, m[c], sg[c], sgx[c]);
+    }
+}
+
+// Per channel over [c0, c1): y = x a[c] + b[c].
+template <class T>
+void channel_affine(const T* x, T* y, const BnGeo& g, int64_t c0, int64_t c1, const T* a, const T* b) {
+  if (g.S == 1) {
+    for (int64_t n = 0; n < g.N; ++n)
+      for (int64_t c = c0; c < c1; ++c) y[n * g.C + c] = x[n * g.C + c] * a[c] + b[c];
+    return;
+  }
+  for (int64_t c = c0; c < c1; ++c)
+    for (int64_t n = 0; n < g.N; ++n) {
+      const int64_t off = (n * g.C + c) * g.S;
+      for (int64_t i = 0; i < g.S; ++i) y[off + i] = x[off + i] * a[c] + b[c];
+    }
+}
+// Per channel over [c0, c1): dx = a[c] g + b[c] x + k[c] (training), or a[c] g (eval).
+template <class T>
+void channel_dx(const T* gr, const T* x, T* dx, const BnGeo& g, int64_t c0, int64_t c1, const T* a, const T* b,
+                const T* k, bool training) {
+  // One run of len values of channel c from off (a row of S values, or one token's channel).
+  auto run = [&](int64_t off, int64_t len, int64_t c) {
+    if (training)
+      for (int64_t i = off; i < off + len; ++i) dx[i] = a[c] * gr[i] + b[c] * x[i] + k[c];
+    else
+      for (int64_t i = off; i < off + len; ++i) dx[i] = a[c] * gr[i];
+  };
+  if (g.S != 1) {
+    for (int64_t c = c0; c < c1; ++c)
+      for (int64_t n = 0; n < g.N; ++n) run((n * g.C + c) * g.S, g.S, c);
+    return;
+  }
+  for (int64_t n = 0; n < g.N; ++n) {
+    const int64_t r = n * g.C;
+    if (training)
+      for (int64_t c = c0; c < c1; ++c) dx[r + c] = a[c] * gr[r + c] + b[c] * x[r + c] + k[c];
+    else
+      for (int64_t c = c0; c < c1; ++c) dx[r + c] = a[c] * gr[r + c];
+  }
+}
+
+// Channels per walk: tokens take the thread's whole range at once, other layouts one channel at a
+// time (its values stay in cache from the sums to the writes).
+inline int64_t channel_step(const BnGeo& g, int64_t c0, int64_t c1) { return g.S == 1 ? c1 - c0 : 1; }
+
 std::vector<double> param_or(const Tensor& t, int64_t C, double fill) {
   return t.defined() ? t.detach().to_vector<double>() : std::vector<double>(size_t(C), fill);
 }
@@ -82,11 +175,7 @@ struct BatchNormNode : autograd::Node {
         const T* xp = x.data<T>();
         const T* gp = dout.data<T>();
         parallel_for(0, g.C, 1, [&](int64_t c0, int64_t c1) {
-          for (int64_t c = c0; c < c1; ++c)
-            for (int64_t n = 0; n < g.N; ++n) {
-              const int64_t off = (n * g.C + c) * g.S;
-              row_grad_sums<T>(gp + off, xp + off, g.S, mean[size_t(c)], all[size_t(c)], all[size_t(g.C + c)]);
-            }
+          channel_grad_sums<T>(gp, xp, g, c0, c1, mean.data(), all.data(), all.data() + g.C);
         });
       });
       sync(all.data(), int64_t(all.size()));
@@ -95,38 +184,29 @@ struct BatchNormNode : autograd::Node {
       const T* xp = x.data<T>();
       const T* gp = dout.data<T>();
       T* dp = want_x ? dx.data<T>() : nullptr;
+      std::vector<T> ta(size_t(g.C)), tb(size_t(g.C)), tc(size_t(g.C));
       parallel_for(0, g.C, 1, [&](int64_t c0, int64_t c1) {
-        for (int64_t c = c0; c < c1; ++c) {
-          const double m = mean[size_t(c)], is = invstd[size_t(c)];
-          double s_g = 0, s_gx = 0;
-          for (int64_t n = 0; n < g.N; ++n) {
-            const int64_t off = (n * g.C + c) * g.S;
-            row_grad_sums<T>(gp + off, xp + off, g.S, m, s_g, s_gx);
-          }
-          sg[size_t(c)] = s_g;
-          sgx[size_t(c)] = s_gx;
+        const int64_t step = channel_step(g, c0, c1);
+        for (int64_t a = c0; a < c1; a += step) {
+          const int64_t e = a + step;
+          channel_grad_sums<T>(gp, xp, g, a, e, mean.data(), sg.data(), sgx.data());
           if (!dp) continue;
           // dx = a g + b x + k: train  k w is (g - mean(g) - xhat mean(g xhat));  eval  w is g.
-          const double k = w[size_t(c)] * is;
-          double a = k, b = 0, cc = 0;
-          if (training) {
-            const double M = all.empty() ? double(g.count()) : total;
-            const double S_g = all.empty() ? s_g : all[size_t(c)], S_gx = all.empty() ? s_gx : all[size_t(g.C + c)];
-            const double c2 = k * is * is * S_gx / M;
-            b = -c2;
-            cc = -k * S_g / M + m * c2;
+          for (int64_t c = a; c < e; ++c) {
+            const double m = mean[size_t(c)], is = invstd[size_t(c)];
+            const double k = w[size_t(c)] * is;
+            double ca = k, cb = 0, cc = 0;
+            if (training) {
+              const double M = all.empty() ? double(g.count()) : total;
+              const double S_g = all.empty() ? sg[size_t(c)] : all[size_t(c)];
+              const double S_gx = all.empty() ? sgx[size_t(c)] : all[size_t(g.C + c)];
+              const double c2 = k * is * is * S_gx / M;
+              cb = -c2;
+              cc = -k * S_g / M + m * c2;
+            }
+            ta[size_t(c)] = T(ca); tb[size_t(c)] = T(cb); tc[size_t(c)] = T(cc);
           }
-          const T ta = T(a), tb = T(b), tc = T(cc);
-          for (int64_t n = 0; n < g.N; ++n) {
-            const int64_t off = (n * g.C + c) * g.S;
-            const T* gr = gp + off;
-            const T* xr = xp + off;
-            T* dr = dp + off;
-            if (training)
-              for (int64_t i = 0; i < g.S; ++i) dr[i] = ta * gr[i] + tb * xr[i] + tc;
-            else
-              for (int64_t i = 0; i < g.S; ++i) dr[i] = ta * gr[i];
-          }
+          channel_dx<T>(gp, xp, dp, g, a, e, ta.data(), tb.data(), tc.data(), training);
         }
       });
     });
@@ -193,10 +273,7 @@ Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, cons
     std::vector<double> s(size_t(g.C + 1), 0.0);
     ATTN_DISPATCH_FLOAT(x.dtype(), "batch_norm", [&] {
       const T* xp = xc.data<T>();
-      parallel_for(0, g.C, 1, [&](int64_t c0, int64_t c1) {
-        for (int64_t c = c0; c < c1; ++c)
-          for (int64_t n = 0; n < g.N; ++n) row_sum<T>(xp + (n * g.C + c) * g.S, g.S, s[size_t(c)]);
-      });
+      parallel_for(0, g.C, 1, [&](int64_t c0, int64_t c1) { channel_sums<T>(xp, g, c0, c1, s.data()); });
     });
     s[size_t(g.C)] = total;
     sync(s.data(), int64_t(s.size()));
@@ -205,44 +282,35 @@ Tensor batch_norm(const Tensor& x, Tensor running_mean, Tensor running_var, cons
     for (int64_t c = 0; c < g.C; ++c) mean[size_t(c)] = s[size_t(c)] / total;
     ATTN_DISPATCH_FLOAT(x.dtype(), "batch_norm", [&] {
       const T* xp = xc.data<T>();
-      parallel_for(0, g.C, 1, [&](int64_t c0, int64_t c1) {
-        for (int64_t c = c0; c < c1; ++c)
-          for (int64_t n = 0; n < g.N; ++n) row_sq_dev<T>(xp + (n * g.C + c) * g.S, g.S, mean[size_t(c)], q[size_t(c)]);
-      });
+      parallel_for(0, g.C, 1,
+                   [&](int64_t c0, int64_t c1) { channel_sq_devs<T>(xp, g, c0, c1, mean.data(), q.data()); });
     });
     sync(q.data(), g.C);
     for (int64_t c = 0; c < g.C; ++c) var[size_t(c)] = q[size_t(c)] / total;
   }
+  if (!training) { mean = running_mean.detach().to_vector<double>(); var = running_var.detach().to_vector<double>(); }
+  const bool batch_stats = training && !sync;   // else mean and var hold the statistics to use
   ATTN_DISPATCH_FLOAT(x.dtype(), "batch_norm", [&] {
     const T* xp = xc.data<T>();
     T* yp = out.data<T>();
-    std::vector<double> rm, rv;
-    if (!training) { rm = running_mean.detach().to_vector<double>(); rv = running_var.detach().to_vector<double>(); }
+    std::vector<T> scale(size_t(g.C)), shift(size_t(g.C));
     parallel_for(0, g.C, 1, [&](int64_t c0, int64_t c1) {
-      for (int64_t c = c0; c < c1; ++c) {
-        double m, v;
-        if (sync) {
-          m = mean[size_t(c)];
-          v = var[size_t(c)];
-        } else if (training) {
-          double s = 0;
-          for (int64_t n = 0; n < g.N; ++n) row_sum<T>(xp + (n * g.C + c) * g.S, g.S, s);
-          m = s / double(g.count());
-          double q = 0;
-          for (int64_t n = 0; n < g.N; ++n) row_sq_dev<T>(xp + (n * g.C + c) * g.S, g.S, m, q);
-          v = q / double(g.count());
-        } else {
-          m = rm[size_t(c)];
-          v = rv[size_t(c)];
+      const int64_t step = channel_step(g, c0, c1);
+      for (int64_t a = c0; a < c1; a += step) {
+        const int64_t e = a + step;
+        if (batch_stats) {
+          channel_sums<T>(xp, g, a, e, mean.data());
+          for (int64_t c = a; c < e; ++c) mean[size_t(c)] /= double(g.count());
+          channel_sq_devs<T>(xp, g, a, e, mean.data(), var.data());
+          for (int64_t c = a; c < e; ++c) var[size_t(c)] /= double(g.count());
         }
-        const double is = 1.0 / std::sqrt(v + eps);
-        mean[size_t(c)] = m; var[size_t(c)] = v; invstd[size_t(c)] = is;
-        const T scale = T(w[size_t(c)] * is), shift = T(b[size_t(c)] - m * w[size_t(c)] * is);
-        for (int64_t n = 0; n < g.N; ++n) {
-          const T* xr = xp + (n * g.C + c) * g.S;
-          T* yr = yp + (n * g.C + c) * g.S;
-          for (int64_t i = 0; i < g.S; ++i) yr[i] = xr[i] * scale + shift;
+        for (int64_t c = a; c < e; ++c) {
+          const double is = 1.0 / std::sqrt(var[size_t(c)] + eps);
+          invstd[size_t(c)] = is;
+          scale[size_t(c)] = T(w[size_t(c)] * is);
+          shift[size_t(c)] = T(b[size_t(c)] - mean[size_t(c)] * w[size_t(c)] * is);
         }
+        channel_affine<T>(xp, yp, g, a, e, scale.data(), shift.data());
       }
     });
   });

@@ -1,9 +1,12 @@
 // batch_norm against PyTorch's F.batch_norm: train and eval, with and without affine parameters
 // and running statistics (the in-place running updates compared too), f32 and f64, 2-d to 5-d
-// inputs; finite differences in f64; error messages.
+// inputs; the token layout (N, C) read row by row with the bits of a channel-at-a-time walk, at any
+// thread count; finite differences in f64; error messages.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
+#include <vector>
 
 #include "attn/attn.h"
 #include "attn/ops/batch_norm.h"
@@ -16,7 +19,7 @@ using test::torch_ref;
 
 TEST(BatchNorm, MatchesTorchTrainAndEval) {
   Generator gen(301);
-  const Shape shapes[] = {{6, 5}, {4, 3, 7}, {3, 7, 5, 6}, {2, 4, 3, 5, 3}, {16, 32, 9, 9}};
+  const Shape shapes[] = {{6, 5}, {300, 48}, {4, 3, 7}, {3, 7, 5, 6}, {2, 4, 3, 5, 3}, {16, 32, 9, 9}};
   for (const Shape& s : shapes)
     for (DType dt : {DType::f32, DType::f64})
       for (bool training : {true, false})
@@ -56,6 +59,53 @@ TEST(BatchNorm, MatchesTorchTrainAndEval) {
               EXPECT_TENSOR_NEAR(rv2, ref.at("rv"), tol, tol) << ctx;
             }
           }
+}
+
+TEST(BatchNorm, TokensAddEachChannelInRowOrder) {
+  // Tokens (N, C) are read row by row for a range of channels; each channel's statistics are still
+  // its values added one at a time in row order, in double: the bits of a channel-at-a-time walk.
+  Generator gen(305);
+  const int64_t N = 517, C = 24;
+  const double eps = 1e-5;
+  Tensor x = randn({N, C}, gen) * 3.0 + 0.5, w = randn({C}, gen), b = randn({C}, gen);
+  Tensor y = batch_norm(x, Tensor(), Tensor(), w, b, true, 0.1, eps);
+  const float* xp = x.data<float>();
+  std::vector<float> want(size_t(N * C));
+  for (int64_t c = 0; c < C; ++c) {
+    double s = 0, q = 0;
+    for (int64_t n = 0; n < N; ++n) s += double(xp[n * C + c]);
+    const double m = s / double(N);
+    for (int64_t n = 0; n < N; ++n) {
+      const double d = double(xp[n * C + c]) - m;
+      q += d * d;
+    }
+    const double is = 1.0 / std::sqrt(q / double(N) + eps), wc = double(w.data<float>()[c]);
+    const float scale = float(wc * is), shift = float(double(b.data<float>()[c]) - m * wc * is);
+    for (int64_t n = 0; n < N; ++n) want[size_t(n * C + c)] = xp[n * C + c] * scale + shift;
+  }
+  EXPECT_TENSOR_NEAR(y, Tensor::from_vector<float>(want, {N, C}), 0, 0);
+}
+
+TEST(BatchNorm, IndependentOfThreadCount) {
+  Generator gen(306);
+  for (const Shape& s : {Shape{613, 40}, Shape{9, 40, 5}}) {
+    const int64_t C = s[1];
+    Tensor x = randn(s, gen), g = randn(s, gen), w = randn({C}, gen), b = randn({C}, gen);
+    std::vector<Tensor> first;
+    const int prev = get_num_threads();
+    for (int threads : {1, 2, 3}) {
+      set_num_threads(threads);
+      Tensor xx = x.clone().requires_grad_(), ww = w.clone().requires_grad_(), bb = b.clone().requires_grad_();
+      Tensor rm = Tensor::zeros({C}), rv = Tensor::ones({C});
+      Tensor y = batch_norm(xx, rm, rv, ww, bb, true);
+      y.backward(g);
+      const std::vector<Tensor> got{y, xx.grad(), ww.grad(), bb.grad(), rm, rv};
+      if (first.empty()) first = got;
+      for (size_t i = 0; i < got.size(); ++i)
+        EXPECT_TENSOR_NEAR(got[i], first[i], 0, 0) << shape_str(s) << ", " << threads << " threads, output " << i;
+    }
+    set_num_threads(prev);
+  }
 }
 
 TEST(BatchNorm, RunningStatsUpdatedInPlaceThroughViews) {
