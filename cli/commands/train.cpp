@@ -58,7 +58,8 @@ void add_common_train_flags(CLI::App* c, TrainFlags& f) {
   c->add_option("--max-minutes", cfg.max_minutes, "stop training after this wall time, then evaluate");
   add_optional(c, "--lr", cfg.lr,
                "image: peak learning rate of AdamW warm-up + cosine (default 1e-3); translation: the scale of the "
-               "inverse-sqrt schedule (default 1.0); BERT pre-training: peak of the linear warm-up and decay (5e-4)");
+               "inverse-sqrt schedule (default 1.0); BERT pre-training: peak of the linear warm-up and decay (5e-4); "
+               "BERT classify and tag: the peak (3e-4, or 1e-4 when fine-tuning from --init)");
   add_optional(c, "--min-lr", cfg.min_lr, "floor of the decay (default 1e-5; BERT pre-training 0)");
   add_optional(c, "--wd", cfg.weight_decay, "weight decay, not on norms, biases, tokens (default: image 0.05, "
                                             "translation 0, BERT pre-training 0.01)");
