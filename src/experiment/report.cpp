@@ -80,15 +80,22 @@ std::string results_markdown(const json& r) {
     std::string base_label;
     for (const json& v : t.at("variants"))
       if (v.at("name") == base) base_label = v.at("label").get<std::string>();
-    md << "**" << t.at("data").get<std::string>() << "**: " << t.at("metric_label").get<std::string>() << ", mean ± sd over "
-       << seeds << (seeds == 1 ? " seed" : " seeds") << "; the difference to " << base_label
-       << " seed by seed, with its 95% interval.\n\n";
+    md << "**" << t.at("data").get<std::string>() << "**: " << t.at("metric_label").get<std::string>();
+    if (seeds == 1)   // one run per variant: no spread and no interval to show
+      md << ", one run each; the difference to " << base_label << ".\n\n";
+    else
+      md << ", mean ± sd over " << seeds << " seeds; the difference to " << base_label
+         << " seed by seed, with its 95% interval.\n\n";
     md << "| variant | " << t.at("metric_label").get<std::string>() << " | difference to " << base_label
        << " | time per run |\n|---|---|---|---|\n";
     for (const json& v : t.at("variants")) {
-      md << "| " << v.at("label").get<std::string>() << " | " << fixed(v.at("mean").get<double>()) << " ± "
-         << fixed(v.at("sd").get<double>()) << " | "
-         << (v.contains("difference") ? interval_text(v.at("difference")) : std::string("(baseline)")) << " | "
+      const std::string value =
+          fixed(v.at("mean").get<double>()) + (seeds == 1 ? "" : " ± " + fixed(v.at("sd").get<double>()));
+      const std::string difference =
+          !v.contains("difference") ? "(baseline)"
+          : seeds == 1              ? signed_fixed(v.at("difference").at("estimate").get<double>())
+                                    : interval_text(v.at("difference"));
+      md << "| " << v.at("label").get<std::string>() << " | " << value << " | " << difference << " | "
          << format_duration(v.at("seconds_mean").get<double>()) << " |\n";
     }
     md << "\n";
