@@ -194,6 +194,25 @@ int64_t keep_runs(const Experiment& e, const fs::path& from, const fs::path& to)
   return kept;
 }
 
+// Of the runs that `attn experiment NAME --budget full` trains, how many are kept under `kept` with the
+// settings the experiment asks for now (a kept run of other settings does not count: the runner refuses
+// it), and how many there are.
+std::pair<int64_t, int64_t> kept_of_total(const Experiment& e, const fs::path& kept) {
+  int64_t have = 0, total = 0;
+  for (const Track& t : e.tracks)
+    for (const Variant& v : t.variants) {
+      const json settings = run_settings(t, v, "full");
+      for (int seed = 0; seed < (t.once ? 1 : RunOptions{}.seeds); ++seed, ++total) {
+        const fs::path dir = kept / t.name / v.name / ("s" + std::to_string(seed));
+        if (!fs::exists(dir / "metrics.json") || !fs::exists(dir / "run.json")) continue;
+        std::ifstream f(dir / "run.json");
+        const json had = json::parse(f, nullptr, false);
+        have += had == json{{"settings", settings}, {"seed", seed}} ? 1 : 0;
+      }
+    }
+  return {have, total};
+}
+
 }  // namespace
 
 DocsWritten write_docs(const std::string& results_root, const std::string& doc_path) {
@@ -201,6 +220,7 @@ DocsWritten write_docs(const std::string& results_root, const std::string& doc_p
   md << doc_header();
   md << "| experiment | claim | source | verdicts |\n|---|---|---|---|\n";
   std::vector<json> found(catalog().size());
+  std::vector<std::pair<int64_t, int64_t>> kept_runs(catalog().size());   // kept_of_total, per experiment
   DocsWritten written;
   std::vector<std::string>& names = written.experiments;
   const fs::path doc_dir = fs::path(doc_path).parent_path();
@@ -218,7 +238,11 @@ DocsWritten write_docs(const std::string& results_root, const std::string& doc_p
     } else {
       path = kept.string();
     }
+    kept_runs[i] = kept_of_total(e, doc_dir / "experiments" / "runs" / e.name);
     std::string verdicts = "not run at full budget yet";
+    if (kept_runs[i].first > 0)
+      verdicts += " (" + std::to_string(kept_runs[i].first) + " of " + std::to_string(kept_runs[i].second) +
+                  " runs kept)";
     if (fs::exists(path)) {
       std::ifstream f(path);
       found[i] = json::parse(f, nullptr, false);
@@ -252,7 +276,12 @@ DocsWritten write_docs(const std::string& results_root, const std::string& doc_p
          << (t.once ? "; one run (seed 0), which every seed of the next track builds on.\n" : "; 3 seeds.\n");
     }
     if (found[i].is_null()) {
-      md << "\nNot run at full budget yet.\n\n";
+      md << "\nNot run at full budget yet.";
+      if (kept_runs[i].first > 0)
+        md << " " << kept_runs[i].first << " of its " << kept_runs[i].second
+           << " runs are kept, with the settings above, in `experiments/runs/" << e.name << "/`; `attn experiment "
+           << e.name << " --budget full` trains the others after those are put back (see that folder's README).";
+      md << "\n\n";
       continue;
     }
     const json& r = found[i];
