@@ -203,11 +203,11 @@ std::pair<int64_t, int64_t> kept_of_total(const Experiment& e, const fs::path& k
     for (const Variant& v : t.variants) {
       const json settings = run_settings(t, v, "full");
       for (int seed = 0; seed < (t.once ? 1 : RunOptions{}.seeds); ++seed, ++total) {
-        const fs::path dir = kept / t.name / v.name / ("s" + std::to_string(seed));
+        const fs::path dir = kept / t.name / v.name / seed_dir(seed);
         if (!fs::exists(dir / "metrics.json") || !fs::exists(dir / "run.json")) continue;
         std::ifstream f(dir / "run.json");
         const json had = json::parse(f, nullptr, false);
-        have += had == json{{"settings", settings}, {"seed", seed}} ? 1 : 0;
+        have += had == run_record(settings, uint64_t(seed)) ? 1 : 0;
       }
     }
   return {have, total};
@@ -220,7 +220,7 @@ DocsWritten write_docs(const std::string& results_root, const std::string& doc_p
   md << doc_header();
   md << "| experiment | claim | source | verdicts |\n|---|---|---|---|\n";
   std::vector<json> found(catalog().size());
-  std::vector<std::pair<int64_t, int64_t>> kept_runs(catalog().size());   // kept_of_total, per experiment
+  std::vector<std::pair<int64_t, int64_t>> kept_runs(catalog().size());   // kept_of_total, of those without results
   DocsWritten written;
   std::vector<std::string>& names = written.experiments;
   const fs::path doc_dir = fs::path(doc_path).parent_path();
@@ -238,7 +238,7 @@ DocsWritten write_docs(const std::string& results_root, const std::string& doc_p
     } else {
       path = kept.string();
     }
-    kept_runs[i] = kept_of_total(e, doc_dir / "experiments" / "runs" / e.name);
+    if (!fs::exists(path)) kept_runs[i] = kept_of_total(e, doc_dir / "experiments" / "runs" / e.name);
     std::string verdicts = "not run at full budget yet";
     if (kept_runs[i].first > 0)
       verdicts += " (" + std::to_string(kept_runs[i].first) + " of " + std::to_string(kept_runs[i].second) +

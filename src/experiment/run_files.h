@@ -2,6 +2,10 @@
 // Internal to src/experiment.
 #pragma once
 #include <array>
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
 
 namespace attn::experiment {
 
@@ -13,5 +17,14 @@ inline constexpr std::array<const char*, 2> kRunReferenceKeys = {"init", "teache
 // The small files of a finished run under out/NAME/BUDGET/TRACK/VARIANT/sSEED/ that are enough to read it
 // back without training: its settings, final metrics, log (the curves) and the probe's measurements.
 inline constexpr std::array<const char*, 4> kKeptRunFiles = {"run.json", "metrics.json", "log.jsonl", "probe.json"};
+
+// What run.json holds: the settings a run was trained with and its seed. The runner refuses a directory whose
+// run.json differs; the docs writer counts only the kept runs whose run.json is this.
+inline nlohmann::json run_record(const nlohmann::json& settings, uint64_t seed) {
+  return {{"settings", settings}, {"seed", seed}};
+}
+
+// A seed's directory under TRACK/VARIANT/.
+inline std::string seed_dir(int seed) { return "s" + std::to_string(seed); }
 
 }  // namespace attn::experiment

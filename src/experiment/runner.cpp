@@ -203,7 +203,7 @@ void run_probe_stages(const Track& t, train::TrainConfig cfg, const std::string&
 RunResult train_or_read(const Track& t, const json& settings, const json& resolved, uint64_t seed,
                         const std::string& dir, bool progress) {
   fs::create_directories(dir);
-  const json want = {{"settings", settings}, {"seed", seed}};
+  const json want = run_record(settings, seed);
   const std::string rpath = dir + "/run.json";
   if (fs::exists(rpath)) {
     const json had = read_json_file(rpath);
@@ -388,7 +388,7 @@ Report run_experiment(const Experiment& e, const RunOptions& o) {
     for (const Variant& v : t.variants) {
       const json settings = run_settings(t, v, o.budget);
       for (int s = 0; s < seeds_of(t); ++s) {
-        const std::string dir = rep.dir + "/" + t.name + "/" + v.name + "/s" + std::to_string(s);
+        const std::string dir = rep.dir + "/" + t.name + "/" + v.name + "/" + seed_dir(s);
         const bool finished = fs::exists(dir + "/metrics.json");
         const auto t0 = std::chrono::steady_clock::now();
         runs[v.name].push_back(
